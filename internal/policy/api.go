@@ -1,0 +1,112 @@
+package policy
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Verdict is an external evaluator's answer.
+type Verdict struct {
+	// Decision is allow, deny or modify.
+	Decision string `json:"decision"`
+	// Code is the OAP reason code (default oap.allowed or oap.policy_denied).
+	Code string `json:"code,omitempty"`
+	// Message is human-readable.
+	Message string `json:"message,omitempty"`
+	// ModifiedInput is the rewritten input of a modify verdict.
+	ModifiedInput map[string]any `json:"modified_input,omitempty"`
+}
+
+// Evaluator decides a request no rule of a policy matched. Implementations must be safe for
+// concurrent use; the engine bounds each call with the policy's timeout.
+type Evaluator interface {
+	// Evaluate returns the verdict for req; an error is an evaluation error (see failurePolicy).
+	Evaluate(ctx context.Context, req Request) (Verdict, error)
+}
+
+// EvaluatorFunc adapts a function to Evaluator.
+type EvaluatorFunc func(ctx context.Context, req Request) (Verdict, error)
+
+// Evaluate calls f.
+func (f EvaluatorFunc) Evaluate(ctx context.Context, req Request) (Verdict, error) {
+	return f(ctx, req)
+}
+
+// Option configures Compile.
+type Option func(*options)
+
+type options struct {
+	limiter    *RateLimiter
+	evaluators func(ExternalEvaluatorSpec) Evaluator
+	clock      func() time.Time
+	ttl        time.Duration
+}
+
+// DefaultDecisionTTL is how long a decision may be cached unless WithDecisionTTL says otherwise.
+const DefaultDecisionTTL = 60 * time.Second
+
+// WithRateLimiter makes the snapshot count rate limits in l, which outlives snapshot swaps.
+// Without it each snapshot gets its own limiter.
+func WithRateLimiter(l *RateLimiter) Option { return func(o *options) { o.limiter = l } }
+
+// WithEvaluators supplies the factory that builds an Evaluator for each policy's externalEvaluator.
+// Without it, a policy with an external evaluator fails evaluation (see failurePolicy).
+func WithEvaluators(f func(ExternalEvaluatorSpec) Evaluator) Option {
+	return func(o *options) { o.evaluators = f }
+}
+
+// WithClock sets the clock used for expiry, rate limits and created_at (default time.Now).
+func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
+
+// WithDecisionTTL sets expires_in of decisions (default DefaultDecisionTTL).
+func WithDecisionTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+
+// FieldError is one compile problem at a field path.
+type FieldError struct {
+	// Path is the field path, e.g. policies[shell-safety].spec.rules[2].when.
+	Path string `json:"path"`
+	// Message says what is wrong.
+	Message string `json:"message"`
+}
+
+// Error returns "path: message".
+func (e FieldError) Error() string { return e.Path + ": " + e.Message }
+
+// FieldErrors is a list of compile problems.
+type FieldErrors []FieldError
+
+// Error joins the problems one per line.
+func (fe FieldErrors) Error() string {
+	parts := make([]string, len(fe))
+	for i, e := range fe {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "\n")
+}
+
+// prefixed returns the errors with prefix prepended to each path.
+func (fe FieldErrors) prefixed(prefix string) FieldErrors {
+	out := make(FieldErrors, len(fe))
+	for i, e := range fe {
+		out[i] = FieldError{Path: prefix + e.Path, Message: e.Message}
+	}
+	return out
+}
+
+// CompileError is the error Compile returns: every problem of the bundle at once.
+type CompileError struct {
+	// Errors are the problems, in bundle order.
+	Errors FieldErrors
+}
+
+// Error summarises the problems.
+func (e *CompileError) Error() string {
+	return "compile bundle: " + e.Errors.Error()
+}
+
+// sortFieldErrors orders errors by path, keeping insertion order for equal paths.
+func sortFieldErrors(fe FieldErrors) {
+	sort.SliceStable(fe, func(i, j int) bool { return fe[i].Path < fe[j].Path })
+}
