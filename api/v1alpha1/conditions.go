@@ -1,0 +1,55 @@
+package v1alpha1
+
+// Condition types. Every Tollgate object carries Ready (kstatus convention); each condition carries
+// the observedGeneration it describes.
+const (
+	// ConditionReady is True when the object is reconciled and enforced as declared.
+	ConditionReady = "Ready"
+	// ConditionValid is True when the policy's current generation compiles (GuardrailPolicy only).
+	ConditionValid = "Valid"
+	// ConditionSuspended is True when a passport denies every call (suspended, revoked or expired).
+	ConditionSuspended = "Suspended"
+	// ConditionReconciling is True while Tollgate works towards the declared state (kstatus).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when Tollgate cannot make progress without a change to the object (kstatus).
+	ConditionStalled = "Stalled"
+)
+
+// Condition reasons.
+const (
+	// ReasonReconciled surfaces on Ready=True once the object's current generation is enforced.
+	ReasonReconciled = "Reconciled"
+	// ReasonProgressing surfaces on Ready=Unknown and Reconciling=True while a new generation is being applied.
+	ReasonProgressing = "Progressing"
+	// ReasonCompiled surfaces on Valid=True when every rule and expression of the policy compiles.
+	ReasonCompiled = "Compiled"
+	// ReasonCompileError surfaces on Valid=False, Ready=False and Stalled=True when the policy does not
+	// compile; the message lists every error with its field path and the generation still enforced.
+	ReasonCompileError = "CompileError"
+	// ReasonActive surfaces on Suspended=False when the passport is active and unexpired.
+	ReasonActive = "Active"
+	// ReasonSuspended surfaces on Suspended=True when the passport's status is suspended (kill switch).
+	ReasonSuspended = "Suspended"
+	// ReasonRevoked surfaces on Suspended=True when the passport's status is revoked (terminal).
+	ReasonRevoked = "Revoked"
+	// ReasonExpired surfaces on Suspended=True when the passport's expiresAt has passed.
+	ReasonExpired = "Expired"
+	// ReasonNoPassports surfaces on a policy's Ready condition message when its selector matches no passport.
+	ReasonNoPassports = "NoPassportsSelected"
+	// ReasonBundleWriteFailed surfaces on Ready=False when the compiled bundle could not be stored.
+	ReasonBundleWriteFailed = "BundleWriteFailed"
+)
+
+// Labels and annotations.
+const (
+	// AnnotationPassport on a pod names the AgentPassport (in the pod's namespace) the pod presents.
+	AnnotationPassport = "tollgate.dev/passport"
+	// AnnotationContainers on a pod lists (comma-separated) the containers to wire; default all.
+	AnnotationContainers = "tollgate.dev/containers"
+	// LabelGuarded marks a pod the injector wired to a decision endpoint.
+	LabelGuarded = "tollgate.dev/guarded"
+	// LabelBundleNamespace on a bundle ConfigMap names the namespace whose objects it holds.
+	LabelBundleNamespace = "tollgate.dev/bundle-namespace"
+	// LabelBundle marks ConfigMaps that hold compiled bundles.
+	LabelBundle = "tollgate.dev/bundle"
+)

@@ -1,0 +1,440 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EnforcementAction says what a policy's verdicts do.
+// +kubebuilder:validation:Enum=Enforce;DryRun;Warn
+type EnforcementAction string
+
+const (
+	// EnforcementEnforce applies the policy's verdicts.
+	EnforcementEnforce EnforcementAction = "Enforce"
+	// EnforcementDryRun never changes the outcome; what it would have done is reported in metadata.
+	EnforcementDryRun EnforcementAction = "DryRun"
+	// EnforcementWarn allows and returns the would-be reason as a warning.
+	EnforcementWarn EnforcementAction = "Warn"
+)
+
+// FailurePolicy says what an evaluation error does.
+// +kubebuilder:validation:Enum=Closed;Open
+type FailurePolicy string
+
+const (
+	// FailClosed denies with oap.evaluator_error when evaluation fails.
+	FailClosed FailurePolicy = "Closed"
+	// FailOpen skips the failing policy when evaluation fails.
+	FailOpen FailurePolicy = "Open"
+)
+
+// DefaultAction is the verdict when no rule of a policy matched.
+// +kubebuilder:validation:Enum=Allow;Deny
+type DefaultAction string
+
+const (
+	// DefaultAllow allows calls that no rule matched.
+	DefaultAllow DefaultAction = "Allow"
+	// DefaultDeny denies calls that no rule matched.
+	DefaultDeny DefaultAction = "Deny"
+)
+
+// RuleAction is what a matching rule does.
+// +kubebuilder:validation:Enum=Allow;Deny;Modify
+type RuleAction string
+
+const (
+	// ActionAllow allows the call.
+	ActionAllow RuleAction = "Allow"
+	// ActionDeny denies the call.
+	ActionDeny RuleAction = "Deny"
+	// ActionModify rewrites the call's input and lets it through.
+	ActionModify RuleAction = "Modify"
+)
+
+// RiskLevel grades the risk of an input-guard finding.
+// +kubebuilder:validation:Enum=SAFE;LOW;MEDIUM;HIGH;CRITICAL
+type RiskLevel string
+
+// RateLimitScope says what a rate limit counts per.
+// +kubebuilder:validation:Enum=Passport;Thread
+type RateLimitScope string
+
+// ToolCapability maps tool names to an OAP capability, overriding the built-in table.
+type ToolCapability struct {
+	// tool is a tool-name glob (`*` matches any run of characters), e.g. `kubectl_*`.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Tool string `json:"tool"`
+
+	// capability is the OAP capability id a matching tool call needs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+(\.[a-z0-9]+)*$`
+	// +required
+	Capability string `json:"capability"`
+}
+
+// InputField sets one field of the tool input to the value of a CEL expression.
+type InputField struct {
+	// path is the dotted path of the field in the tool input, e.g. `command` or `options.timeout`.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	// +required
+	Path string `json:"path"`
+
+	// value is a CEL expression whose result becomes the field's value.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Value string `json:"value"`
+}
+
+// InputPatch rewrites a tool call's input.
+type InputPatch struct {
+	// set assigns fields of the input from CEL expressions.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=path
+	// +optional
+	Set []InputField `json:"set,omitempty"`
+
+	// remove deletes fields of the input by dotted path.
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=256
+	// +kubebuilder:validation:items:Pattern=`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`
+	// +listType=set
+	// +optional
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Rule is one ordered rule of a policy; the first matching rule decides.
+// +kubebuilder:validation:XValidation:rule="self.action == 'Modify' ? has(self.modify) : !has(self.modify)",message="modify is required with action Modify and not allowed otherwise",fieldPath=".modify"
+// +kubebuilder:validation:XValidation:rule="!has(self.code) || self.action == 'Deny'",message="code is only meaningful with action Deny",fieldPath=".code"
+type Rule struct {
+	// name identifies the rule in decisions (policy_id#name) and status; unique in a policy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// tools are tool-name globs the rule applies to (`bash`, `file_*`, `*_admin`, `*`).
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +required
+	Tools []string `json:"tools"`
+
+	// when is an optional CEL condition over tool, input, passport, limits and request; the rule
+	// matches only when it evaluates to true.
+	// +kubebuilder:validation:MaxLength=4096
+	// +optional
+	When string `json:"when,omitempty"`
+
+	// action is what the rule does when it matches.
+	// +required
+	Action RuleAction `json:"action"`
+
+	// code is the OAP reason code of a deny (defaults to oap.policy_denied).
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$`
+	// +optional
+	Code string `json:"code,omitempty"`
+
+	// message is the human-readable reason returned with the decision.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// modify is the input patch applied by a Modify rule.
+	// +optional
+	Modify *InputPatch `json:"modify,omitempty"`
+}
+
+// Requirement is a CEL condition that must hold for the tools it covers, else the call is denied.
+type Requirement struct {
+	// name identifies the requirement in decisions; unique in a policy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// tools are the tool-name globs the requirement covers; empty means every tool.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +optional
+	Tools []string `json:"tools,omitempty"`
+
+	// expression is the CEL condition that must evaluate to true.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	// +required
+	Expression string `json:"expression"`
+
+	// code is the OAP reason code of the deny when the requirement fails.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$`
+	// +required
+	Code string `json:"code"`
+
+	// message is the human-readable reason returned when the requirement fails.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// RateLimit caps how many matching calls are allowed per window.
+type RateLimit struct {
+	// name identifies the limit; unique in a policy.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+
+	// tools are the tool-name globs the limit counts; empty means every tool.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=128
+	// +optional
+	Tools []string `json:"tools,omitempty"`
+
+	// limit is the number of calls allowed per window.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +required
+	Limit int32 `json:"limit"`
+
+	// window is the length of the counting window, e.g. 1m.
+	// +kubebuilder:validation:Format=duration
+	// +required
+	Window metav1.Duration `json:"window"`
+
+	// per says what the calls are counted per: the passport or the conversation thread.
+	// +kubebuilder:default=Passport
+	// +optional
+	Per RateLimitScope `json:"per,omitempty"`
+}
+
+// InputPattern is one prompt-injection pattern screened by pre_llm_call.
+type InputPattern struct {
+	// name identifies the pattern in risk details.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+
+	// pattern is an RE2 regular expression matched case-insensitively against the latest user message.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	Pattern string `json:"pattern"`
+
+	// riskLevel is the risk a match carries.
+	// +required
+	RiskLevel RiskLevel `json:"riskLevel"`
+
+	// riskType classifies the risk, e.g. prompt_injection or jailbreak.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:default=prompt_injection
+	// +optional
+	RiskType string `json:"riskType,omitempty"`
+}
+
+// InputGuards screen user messages before an LLM call (hook pre_llm_call).
+type InputGuards struct {
+	// blockThreshold is the lowest risk level that blocks the call.
+	// +kubebuilder:default=HIGH
+	// +optional
+	BlockThreshold RiskLevel `json:"blockThreshold,omitempty"`
+
+	// disableDefaultPatterns turns off Tollgate's built-in prompt-injection patterns.
+	// +optional
+	DisableDefaultPatterns bool `json:"disableDefaultPatterns,omitempty"`
+
+	// patterns are additional patterns screened after the built-in ones.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Patterns []InputPattern `json:"patterns,omitempty"`
+}
+
+// ResponseGuards screen LLM responses (hook post_llm_call).
+type ResponseGuards struct {
+	// safetyFinishReasons replaces the built-in set of provider finish/stop reasons that mean a
+	// safety termination (content_filter, refusal, SAFETY, ...); a response ending with one of them has
+	// every tool call suppressed. tool_calls, stop, length and max_tokens are never safety reasons.
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !(r in ['tool_calls', 'stop', 'length', 'max_tokens']))",message="tool_calls, stop, length and max_tokens are not safety terminations"
+	// +listType=set
+	// +optional
+	SafetyFinishReasons []string `json:"safetyFinishReasons,omitempty"`
+}
+
+// ExternalEvaluator is an HTTP endpoint consulted when no rule of the policy matched.
+type ExternalEvaluator struct {
+	// url is the endpoint the decision request is POSTed to.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +required
+	URL string `json:"url"`
+
+	// timeout bounds one call to the evaluator.
+	// +kubebuilder:validation:Format=duration
+	// +kubebuilder:default="500ms"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// GuardrailPolicySpec declares rules for the passports a policy selects.
+// +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(r, self.rules.exists_one(o, o.name == r.name))",message="rule names must be unique within a policy",fieldPath=".rules"
+type GuardrailPolicySpec struct {
+	// passportSelector selects the passports (by label) the policy applies to; empty selects every
+	// passport in the namespace.
+	// +optional
+	PassportSelector *metav1.LabelSelector `json:"passportSelector,omitempty"`
+
+	// policyID is the OAP policy id reported in decisions, e.g. system.command.execute.v1; defaults to
+	// namespace/name.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]+([._-][a-z0-9]+)*$`
+	// +optional
+	PolicyID string `json:"policyID,omitempty"`
+
+	// enforcementAction is Enforce, DryRun (report only) or Warn (allow with a warning).
+	// +kubebuilder:default=Enforce
+	// +optional
+	EnforcementAction EnforcementAction `json:"enforcementAction,omitempty"`
+
+	// failurePolicy says whether an evaluation error denies (Closed) or skips the policy (Open).
+	// +kubebuilder:default=Closed
+	// +optional
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+
+	// defaultAction is the verdict when no rule matched and no external evaluator is configured.
+	// +kubebuilder:default=Allow
+	// +optional
+	DefaultAction DefaultAction `json:"defaultAction,omitempty"`
+
+	// priority orders policies: higher priorities are evaluated first.
+	// +kubebuilder:validation:Minimum=-1000
+	// +kubebuilder:validation:Maximum=1000
+	// +kubebuilder:default=0
+	// +optional
+	Priority int32 `json:"priority"`
+
+	// toolCapabilities maps tool-name globs to OAP capability ids, overriding the built-in table.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=tool
+	// +optional
+	ToolCapabilities []ToolCapability `json:"toolCapabilities,omitempty"`
+
+	// rules are evaluated in order; the first match decides.
+	// +kubebuilder:validation:MaxItems=256
+	// +optional
+	Rules []Rule `json:"rules,omitempty"`
+
+	// requires are CEL conditions that must hold, else the call is denied with their code.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Requires []Requirement `json:"requires,omitempty"`
+
+	// rateLimits cap how often matching tools may be called.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+
+	// inputGuards screen user messages before LLM calls.
+	// +optional
+	InputGuards *InputGuards `json:"inputGuards,omitempty"`
+
+	// responseGuards screen LLM responses for safety terminations.
+	// +optional
+	ResponseGuards *ResponseGuards `json:"responseGuards,omitempty"`
+
+	// externalEvaluator is consulted when no rule matched, instead of defaultAction.
+	// +optional
+	ExternalEvaluator *ExternalEvaluator `json:"externalEvaluator,omitempty"`
+}
+
+// GuardrailPolicyStatus is the observed state of a GuardrailPolicy.
+type GuardrailPolicyStatus struct {
+	// observedGeneration is the generation this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// enforcedGeneration is the generation the decision endpoints enforce: the newest one that compiled.
+	// +optional
+	EnforcedGeneration int64 `json:"enforcedGeneration,omitempty"`
+
+	// ruleCount is the number of rules in the enforced generation.
+	// +optional
+	RuleCount int32 `json:"ruleCount,omitempty"`
+
+	// selectedPassports is the number of passports the policy selects.
+	// +optional
+	SelectedPassports int32 `json:"selectedPassports,omitempty"`
+
+	// conditions are Valid and Ready, plus Reconciling or Stalled while they apply.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// GuardrailPolicy declares what the AI agents holding the selected passports may do: ordered rules
+// over tool calls, requirements, rate limits and LLM input/response guards.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=gp,categories=tollgate
+// +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Rules",type=integer,JSONPath=`.status.ruleCount`
+// +kubebuilder:printcolumn:name="Enforcement",type=string,JSONPath=`.spec.enforcementAction`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type GuardrailPolicy struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the policy as declared.
+	// +required
+	Spec GuardrailPolicySpec `json:"spec"`
+
+	// status is the policy as Tollgate observes it.
+	// +optional
+	Status GuardrailPolicyStatus `json:"status,omitempty"`
+}
+
+// GuardrailPolicyList is a list of GuardrailPolicies.
+// +kubebuilder:object:root=true
+type GuardrailPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the policies.
+	Items []GuardrailPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&GuardrailPolicy{}, &GuardrailPolicyList{})
+}
