@@ -1,0 +1,11 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+func runDemo(_ context.Context, _ []string, _, _ io.Writer) error {
+	return errors.New("not implemented yet")
+}
