@@ -1,0 +1,137 @@
+package policy
+
+import "regexp"
+
+// Capability ids with built-in meaning.
+const (
+	// CapCommandExecute is the capability whose passport limits allowed_commands and blocked_patterns
+	// the engine enforces.
+	CapCommandExecute = "system.command.execute"
+	// CapFileRead is reading files and directories.
+	CapFileRead = "data.file.read"
+	// CapFileWrite is writing or editing files.
+	CapFileWrite = "data.file.write"
+	// CapWebFetch is fetching a URL.
+	CapWebFetch = "web.fetch"
+	// CapWebSearch is searching the web.
+	CapWebSearch = "web.search"
+	// CapMCPToolExecute is calling an MCP server tool.
+	CapMCPToolExecute = "mcp.tool.execute"
+	// CapAgentSessionCreate is starting a sub-agent.
+	CapAgentSessionCreate = "agent.session.create"
+)
+
+// builtinToolCapabilities maps common agent tool names to OAP capabilities (a policy's
+// toolCapabilities override it). Both snake_case names and Claude Code's names are listed.
+var builtinToolCapabilities = map[string]string{
+	"bash":        CapCommandExecute,
+	"Bash":        CapCommandExecute,
+	"shell":       CapCommandExecute,
+	"read_file":   CapFileRead,
+	"ls":          CapFileRead,
+	"Read":        CapFileRead,
+	"LS":          CapFileRead,
+	"write_file":  CapFileWrite,
+	"str_replace": CapFileWrite,
+	"Write":       CapFileWrite,
+	"Edit":        CapFileWrite,
+	"MultiEdit":   CapFileWrite,
+	"web_fetch":   CapWebFetch,
+	"WebFetch":    CapWebFetch,
+	"web_search":  CapWebSearch,
+	"WebSearch":   CapWebSearch,
+	"task":        CapAgentSessionCreate,
+	"Task":        CapAgentSessionCreate,
+}
+
+// builtinToolCapabilityGlobs are the built-in glob mappings, checked after the exact names.
+var builtinToolCapabilityGlobs = []struct {
+	glob glob
+	cap  string
+}{
+	{compileGlob("mcp__*"), CapMCPToolExecute},
+}
+
+// BuiltinToolCapability returns the built-in capability of a tool name, if any.
+func BuiltinToolCapability(tool string) (string, bool) {
+	if c, ok := builtinToolCapabilities[tool]; ok {
+		return c, true
+	}
+	for i := range builtinToolCapabilityGlobs {
+		if builtinToolCapabilityGlobs[i].glob.match(tool) {
+			return builtinToolCapabilityGlobs[i].cap, true
+		}
+	}
+	return "", false
+}
+
+// DefaultSafetyFinishReasons are the provider finish/stop reasons that mean a safety termination
+// unless a policy's responseGuards replace them.
+var DefaultSafetyFinishReasons = []string{
+	"content_filter", "refusal", "SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "RECITATION",
+}
+
+// neverSafetyReasons are normal terminations that can never be configured as safety reasons.
+var neverSafetyReasons = []string{"tool_calls", "stop", "length", "max_tokens"}
+
+// risk levels as ordered integers.
+const (
+	levelSafe = iota
+	levelLow
+	levelMedium
+	levelHigh
+	levelCritical
+)
+
+var riskLevelNames = [...]string{RiskSafe, RiskLow, RiskMedium, RiskHigh, RiskCritical}
+
+func parseRiskLevel(s string) (int, bool) {
+	for i, n := range riskLevelNames {
+		if n == s {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// riskConfidence is the heuristic confidence of a finding at each level.
+var riskConfidence = [...]float64{0, 0.5, 0.7, 0.85, 0.95}
+
+// DefaultInputPatterns are the built-in prompt-injection patterns screened by pre_llm_call
+// (matched case-insensitively), unless a policy sets disableDefaultPatterns.
+var DefaultInputPatterns = []InputPattern{
+	{Name: "ignore-previous-instructions", RiskLevel: RiskCritical, RiskType: "prompt_injection",
+		Pattern: `\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|preceding|all|any|your|the)\b[^.\n]{0,40}\b(instructions?|prompts?|rules|directions|guidelines|guardrails|constraints)\b`},
+	{Name: "you-are-now", RiskLevel: RiskHigh, RiskType: "prompt_injection",
+		Pattern: `\byou\s+are\s+now\s+(a|an|the|in|my|no\s+longer)\b`},
+	{Name: "pretend-to-be", RiskLevel: RiskHigh, RiskType: "prompt_injection",
+		Pattern: `\b(pretend|act)\s+(to\s+be|as\s+if\s+you\s+(are|were)|like\s+you\s+(are|were))\b`},
+	{Name: "reveal-system-prompt", RiskLevel: RiskHigh, RiskType: "prompt_leak",
+		Pattern: `\b(reveal|show|print|repeat|output|display|tell\s+me|leak|dump)\b[^.\n]{0,30}\b(your|the)\s+(system\s+prompt|initial\s+instructions|hidden\s+instructions|system\s+message|instructions\s+above)\b`},
+	{Name: "jailbreak-mode", RiskLevel: RiskHigh, RiskType: "jailbreak",
+		Pattern: `\b(developer\s+mode|jailbreak(ed)?|do\s+anything\s+now|DAN\s+mode|no\s+(restrictions|limitations|filters)\s+mode)\b`},
+	{Name: "new-instructions", RiskLevel: RiskMedium, RiskType: "prompt_injection",
+		Pattern: `\b(new|updated|real)\s+(system\s+)?instructions\s*:`},
+	{Name: "fake-system-tag", RiskLevel: RiskMedium, RiskType: "prompt_injection",
+		Pattern: `(<\|?\s*(system|im_start)\s*\|?>|\[\s*(system|INST)\s*\]|###\s*system\s*:)`},
+}
+
+// compiledDefaultPatterns are DefaultInputPatterns compiled once (they are constants).
+var compiledDefaultPatterns = func() []cPattern {
+	out := make([]cPattern, 0, len(DefaultInputPatterns))
+	for i, p := range DefaultInputPatterns {
+		lvl, _ := parseRiskLevel(p.RiskLevel)
+		out = append(out, cPattern{name: p.Name, re: regexp.MustCompile(`(?i)` + p.Pattern), level: lvl,
+			riskType: p.RiskType, defaultIndex: i})
+	}
+	return out
+}()
+
+// cPattern is a compiled input-guard pattern.
+type cPattern struct {
+	name         string
+	re           *regexp.Regexp
+	level        int
+	riskType     string
+	defaultIndex int // index in DefaultInputPatterns, or -1 for a policy's own pattern
+}
