@@ -118,6 +118,7 @@ func celIssueMessage(s string) string {
 			continue
 		}
 		line = strings.TrimPrefix(line, "ERROR: <input>:")
+		line = strings.ReplaceAll(line, " (in container '')", "")
 		// line is now "L:C: message"
 		pos := ""
 		if i := strings.Index(line, ": "); i > 0 {

@@ -323,7 +323,11 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 				e.add(base+".name", "duplicate name %q", p.Name)
 			}
 			seen[p.Name] = true
-			re, err := regexp.Compile(`(?i)` + p.Pattern)
+			_, err := regexp.Compile(p.Pattern)
+			var re *regexp.Regexp
+			if err == nil {
+				re, err = regexp.Compile(`(?i)` + p.Pattern)
+			}
 			if p.Pattern == "" {
 				e.add(base+".pattern", "required")
 			} else if err != nil {

@@ -147,7 +147,7 @@ func validateName(e *errs, path, name string, seen map[string]bool) {
 func parsePositiveDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
-		return 0, fmt.Errorf("invalid duration %q: %w", s, err)
+		return 0, fmt.Errorf("invalid duration %q (want e.g. 500ms, 30s, 1m, 1h)", s)
 	}
 	if d <= 0 {
 		return 0, fmt.Errorf("duration %q must be positive", s)
