@@ -1,0 +1,147 @@
+package decider
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// LogRecord is one line of the decision log.
+type LogRecord struct {
+	// DecisionID identifies the decision.
+	DecisionID string `json:"decision_id"`
+	// Time is when the decision was made.
+	Time time.Time `json:"time"`
+	// Passport is the passport presented ("namespace/name" or name) or "" when only agent_id was.
+	Passport string `json:"passport,omitempty"`
+	// AgentID is the agent id presented.
+	AgentID string `json:"agent_id,omitempty"`
+	// Caller is the authenticated ServiceAccount ("namespace/name"), when authentication is on.
+	Caller string `json:"caller,omitempty"`
+	// Hook is the request's hook.
+	Hook string `json:"hook"`
+	// Tool is the tool name.
+	Tool string `json:"tool,omitempty"`
+	// ThreadID and CallID identify the call.
+	ThreadID string `json:"thread_id,omitempty"`
+	CallID   string `json:"call_id,omitempty"`
+	// Outcome is allow, deny or modify.
+	Outcome string `json:"outcome"`
+	// Reasons are the decision's reasons.
+	Reasons []policy.Reason `json:"reasons"`
+	// PolicyID is the deciding policy.
+	PolicyID string `json:"policy_id,omitempty"`
+	// BundleRevision is the revision of the snapshot that decided.
+	BundleRevision string `json:"bundle_revision,omitempty"`
+	// LatencyMS is the time spent deciding, in milliseconds.
+	LatencyMS float64 `json:"latency_ms"`
+	// DryRun and Warnings carry DryRun and Warn policies' results.
+	DryRun   []policy.PolicyResult `json:"dry_run,omitempty"`
+	Warnings []policy.PolicyResult `json:"warnings,omitempty"`
+	// ToolInput is the tool's arguments, only when the log opts in.
+	ToolInput map[string]any `json:"tool_input,omitempty"`
+}
+
+// DecisionLog writes LogRecords as JSON lines from a background goroutine. Log never blocks: when
+// the bounded buffer is full the record is dropped and counted.
+type DecisionLog struct {
+	ch        chan *LogRecord
+	out       *bufio.Writer
+	w         io.Writer
+	withInput bool
+	dropped   atomic.Uint64
+	written   atomic.Uint64
+	closed    atomic.Bool
+	closeOnce sync.Once
+	stop      chan struct{}
+	done      chan struct{}
+}
+
+// DefaultLogBuffer is the decision log's default buffer size in records.
+const DefaultLogBuffer = 8192
+
+// NewDecisionLog starts a log writing to w with a buffer of size records (DefaultLogBuffer when ≤ 0).
+// withInput keeps tool arguments in the records. Close flushes and stops it.
+func NewDecisionLog(w io.Writer, size int, withInput bool) *DecisionLog {
+	if size <= 0 {
+		size = DefaultLogBuffer
+	}
+	l := &DecisionLog{
+		ch: make(chan *LogRecord, size), out: bufio.NewWriterSize(w, 64<<10), w: w,
+		withInput: withInput, stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	go l.run()
+	return l
+}
+
+// IncludesInput reports whether records keep tool arguments.
+func (l *DecisionLog) IncludesInput() bool { return l.withInput }
+
+// Log queues rec, or drops and counts it when the buffer is full or the log is closed.
+func (l *DecisionLog) Log(rec *LogRecord) {
+	if l.closed.Load() {
+		l.dropped.Add(1)
+		return
+	}
+	if !l.withInput {
+		rec.ToolInput = nil
+	}
+	select {
+	case l.ch <- rec:
+	default:
+		l.dropped.Add(1)
+	}
+}
+
+// Dropped returns how many records were dropped.
+func (l *DecisionLog) Dropped() uint64 { return l.dropped.Load() }
+
+// Written returns how many records were written.
+func (l *DecisionLog) Written() uint64 { return l.written.Load() }
+
+func (l *DecisionLog) run() {
+	defer close(l.done)
+	enc := json.NewEncoder(l.out)
+	enc.SetEscapeHTML(false)
+	write := func(rec *LogRecord) {
+		if err := enc.Encode(rec); err != nil {
+			l.dropped.Add(1)
+			return
+		}
+		l.written.Add(1)
+	}
+	for {
+		select {
+		case rec := <-l.ch:
+			write(rec)
+			// Flush when the queue is drained, so lines appear promptly without a write per record.
+			if len(l.ch) == 0 {
+				_ = l.out.Flush()
+			}
+		case <-l.stop:
+			for {
+				select {
+				case rec := <-l.ch:
+					write(rec)
+				default:
+					_ = l.out.Flush()
+					return
+				}
+			}
+		}
+	}
+}
+
+// Close stops accepting records, writes the queued ones and flushes. It is idempotent.
+func (l *DecisionLog) Close() {
+	l.closeOnce.Do(func() {
+		l.closed.Store(true)
+		close(l.stop)
+	})
+	<-l.done
+}

@@ -1,0 +1,271 @@
+package decider
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// Error codes of 4xx answers ({"error": {"code", "message"}}).
+const (
+	ErrCodeInvalidJSON      = "invalid_json"
+	ErrCodeInvalidField     = "invalid_field"
+	ErrCodeMissingField     = "missing_field"
+	ErrCodeBodyTooLarge     = "body_too_large"
+	ErrCodeUnsupportedMedia = "unsupported_media_type"
+	ErrCodeMethodNotAllowed = "method_not_allowed"
+	ErrCodeNotFound         = "not_found"
+	ErrCodeUnauthenticated  = "unauthenticated"
+	ErrCodeBatchTooLarge    = "batch_too_large"
+	ErrCodeUnavailable      = "unavailable"
+)
+
+// RequestError is a malformed request: Field names the offending JSON field (dotted path, "" for
+// the whole body).
+type RequestError struct {
+	// Code is one of the ErrCode constants.
+	Code string
+	// Field is the JSON path of the offending field.
+	Field string
+	// Message says what is wrong.
+	Message string
+}
+
+// Error returns "field: message".
+func (e *RequestError) Error() string {
+	if e.Field == "" {
+		return e.Message
+	}
+	return e.Field + ": " + e.Message
+}
+
+func fieldErr(code, field, format string, args ...any) *RequestError {
+	return &RequestError{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// DecodeRequest parses and validates one decision request (the body of POST /v1/decide). Errors are
+// *RequestError naming the field.
+func DecodeRequest(data []byte) (policy.Request, error) {
+	var req policy.Request
+	if err := decodeJSON(data, &req, ""); err != nil {
+		return policy.Request{}, err
+	}
+	if err := ValidateRequest(&req, ""); err != nil {
+		return policy.Request{}, err
+	}
+	return req, nil
+}
+
+// decodeJSON decodes exactly one JSON object into v, translating errors into *RequestError with
+// field paths prefixed by prefix.
+func decodeJSON(data []byte, v any, prefix string) error {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return fieldErr(ErrCodeInvalidJSON, prefix, "request body is empty: want a JSON object")
+	}
+	if trimmed[0] != '{' {
+		return fieldErr(ErrCodeInvalidJSON, prefix, "want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err, prefix)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fieldErr(ErrCodeInvalidJSON, prefix, "unexpected data after the JSON object")
+	}
+	return nil
+}
+
+func join(prefix, field string) string {
+	switch {
+	case prefix == "":
+		return field
+	case field == "":
+		return prefix
+	case strings.HasPrefix(field, "["):
+		return prefix + field
+	}
+	return prefix + "." + field
+}
+
+// jsonError turns an encoding/json error into a *RequestError naming the field when it can.
+func jsonError(err error, prefix string) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fieldErr(ErrCodeInvalidJSON, prefix, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
+	case errors.As(err, &typ):
+		field := typ.Field
+		if field == "" {
+			return fieldErr(ErrCodeInvalidField, prefix, "cannot use JSON %s here", typ.Value)
+		}
+		return fieldErr(ErrCodeInvalidField, join(prefix, field), "want %s, got JSON %s", jsonKind(typ.Type.Kind().String(), field), typ.Value)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fieldErr(ErrCodeInvalidJSON, prefix, "truncated JSON")
+	}
+	// Errors of custom unmarshalers (messages, timestamp) name their field in the message.
+	msg := err.Error()
+	field := prefix
+	switch {
+	case strings.Contains(msg, "message"):
+		field = join(prefix, "messages")
+	case strings.Contains(msg, "parsing time"), strings.Contains(msg, "Time.UnmarshalJSON"):
+		field = join(prefix, "timestamp")
+	}
+	return fieldErr(ErrCodeInvalidField, field, "%s", msg)
+}
+
+func jsonKind(kind, field string) string {
+	switch {
+	case field == "timestamp":
+		return "an RFC 3339 time string"
+	case kind == "map" || kind == "struct":
+		return "an object"
+	case kind == "slice":
+		return "an array"
+	case kind == "interface":
+		return "a JSON value"
+	}
+	return "a " + kind
+}
+
+// maxNameLen bounds identifiers (passport refs, tool names, ids) in requests.
+const maxNameLen = 512
+
+// ValidateRequest checks the fields Decide needs; prefix is prepended to field paths (batch items).
+func ValidateRequest(req *policy.Request, prefix string) error {
+	switch req.Hook {
+	case "", policy.HookPreToolCall, policy.HookPreLLMCall, policy.HookPostLLMCall:
+	default:
+		return fieldErr(ErrCodeInvalidField, join(prefix, "hook"), "unknown hook %q: want %s, %s or %s",
+			req.Hook, policy.HookPreToolCall, policy.HookPreLLMCall, policy.HookPostLLMCall)
+	}
+	if req.Passport == "" && req.AgentID == "" {
+		return fieldErr(ErrCodeMissingField, join(prefix, "passport"), "passport (\"namespace/name\") or agent_id is required")
+	}
+	if req.Passport != "" {
+		ns, name, hasNS := strings.Cut(req.Passport, "/")
+		if len(req.Passport) > maxNameLen || (hasNS && (ns == "" || name == "" || strings.Contains(name, "/"))) {
+			return fieldErr(ErrCodeInvalidField, join(prefix, "passport"), "want \"namespace/name\" or \"name\", got %q", clip(req.Passport))
+		}
+	}
+	if len(req.AgentID) > maxNameLen {
+		return fieldErr(ErrCodeInvalidField, join(prefix, "agent_id"), "longer than %d characters", maxNameLen)
+	}
+	switch req.Hook {
+	case "", policy.HookPreToolCall:
+		if req.ToolName == "" {
+			return fieldErr(ErrCodeMissingField, join(prefix, "tool_name"), "required for hook %s", policy.HookPreToolCall)
+		}
+	case policy.HookPreLLMCall:
+		if len(req.Messages) == 0 {
+			return fieldErr(ErrCodeMissingField, join(prefix, "messages"), "required for hook %s", policy.HookPreLLMCall)
+		}
+	}
+	if len(req.ToolName) > maxNameLen {
+		return fieldErr(ErrCodeInvalidField, join(prefix, "tool_name"), "longer than %d characters", maxNameLen)
+	}
+	for i, tc := range req.ToolCalls {
+		if tc.Name == "" {
+			return fieldErr(ErrCodeMissingField, join(prefix, fmt.Sprintf("tool_calls[%d].name", i)), "required")
+		}
+	}
+	return nil
+}
+
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
+}
+
+// batchRequest is the body of POST /v1/decide:batch.
+type batchRequest struct {
+	Requests []json.RawMessage `json:"requests"`
+}
+
+// batchResponse is the answer of POST /v1/decide:batch: one decision per request, in order.
+type batchResponse struct {
+	Decisions []*policy.Decision `json:"decisions"`
+}
+
+// verifyRequest is the body of the OAP verify route.
+type verifyRequest struct {
+	Context  map[string]any `json:"context"`
+	Passport string         `json:"passport,omitempty"`
+	AgentID  string         `json:"agent_id,omitempty"`
+}
+
+// verifyResponse is the OAP verify answer.
+type verifyResponse struct {
+	Decision verifyDecision `json:"decision"`
+}
+
+type verifyDecision struct {
+	*policy.Decision
+	// PassportID is the OAP passport id (agent id) the decision was made for.
+	PassportID string `json:"passport_id,omitempty"`
+}
+
+// decodeVerify turns an OAP verify body into an engine request: the context's tool arguments become
+// tool_input; agent_id (top level or in context), passport and the tool name (context.tool_name or
+// context.tool, else the policy id) identify the call.
+func decodeVerify(data []byte, policyID string) (policy.Request, error) {
+	var vr verifyRequest
+	if err := decodeJSON(data, &vr, ""); err != nil {
+		return policy.Request{}, err
+	}
+	if vr.Context == nil {
+		return policy.Request{}, fieldErr(ErrCodeMissingField, "context", "required: an object of the tool arguments")
+	}
+	req := policy.Request{Passport: vr.Passport, AgentID: vr.AgentID, PolicyID: policyID}
+	input := make(map[string]any, len(vr.Context))
+	for k, v := range vr.Context {
+		input[k] = v
+	}
+	take := func(key string) (string, error) {
+		v, ok := input[key]
+		if !ok {
+			return "", nil
+		}
+		s, isStr := v.(string)
+		if !isStr {
+			return "", fieldErr(ErrCodeInvalidField, "context."+key, "want a string")
+		}
+		delete(input, key)
+		return s, nil
+	}
+	for _, f := range []struct {
+		key string
+		dst *string
+	}{
+		{"agent_id", &req.AgentID}, {"passport", &req.Passport}, {"passport_id", &req.AgentID},
+		{"tool_name", &req.ToolName}, {"tool", &req.ToolName}, {"thread_id", &req.ThreadID}, {"call_id", &req.CallID},
+	} {
+		s, err := take(f.key)
+		if err != nil {
+			return policy.Request{}, err
+		}
+		if s != "" && *f.dst == "" {
+			*f.dst = s
+		}
+	}
+	if req.ToolName == "" {
+		req.ToolName = policyID
+	}
+	if req.Passport == "" && req.AgentID == "" {
+		return policy.Request{}, fieldErr(ErrCodeMissingField, "context.agent_id", "agent_id (or passport) is required")
+	}
+	req.ToolInput = input
+	if err := ValidateRequest(&req, ""); err != nil {
+		return policy.Request{}, err
+	}
+	return req, nil
+}
