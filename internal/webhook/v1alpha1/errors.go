@@ -1,0 +1,40 @@
+// Package v1alpha1 holds the validating and defaulting admission webhooks of Tollgate's
+// guardrails.tollgate.dev/v1alpha1 kinds. Validation runs the policy engine's compile, so every
+// problem the decision endpoints would hit is reported at admission time with its field path.
+package v1alpha1
+
+import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// fieldErrors converts the engine's field errors (paths such as spec.rules[2].when) into
+// apimachinery field errors, keeping the engine's paths verbatim.
+func fieldErrors(fes policy.FieldErrors) field.ErrorList {
+	list := make(field.ErrorList, 0, len(fes))
+	for _, fe := range fes {
+		if fe.Message == "required" {
+			list = append(list, &field.Error{Type: field.ErrorTypeRequired, Field: fe.Path})
+			continue
+		}
+		list = append(list, &field.Error{
+			Type:     field.ErrorTypeInvalid,
+			Field:    fe.Path,
+			BadValue: field.OmitValueType{},
+			Detail:   fe.Message,
+		})
+	}
+	return list
+}
+
+// invalid returns the 422 Invalid status error listing every problem of the named object, or nil
+// when list is empty.
+func invalid(gk schema.GroupKind, name string, list field.ErrorList) error {
+	if len(list) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(gk, name, list)
+}
