@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -257,6 +258,9 @@ func celToNative(v ref.Val) (any, error) {
 	case types.Uint:
 		return uint64(t), nil
 	case types.Double:
+		if math.IsNaN(float64(t)) || math.IsInf(float64(t), 0) {
+			return nil, fmt.Errorf("%v cannot be represented in JSON", float64(t))
+		}
 		return float64(t), nil
 	case types.String:
 		return string(t), nil

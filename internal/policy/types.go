@@ -1,8 +1,3 @@
-// Package policy is Tollgate's policy engine: it compiles a namespace's passports and policies (a
-// Bundle) into an immutable Snapshot and decides AI agents' tool calls against it.
-//
-// The package is pure Go: it imports no Kubernetes client code, so the same engine runs in the
-// admission webhook, the controller, the decision endpoint, the offline CLI and tests.
 package policy
 
 import (

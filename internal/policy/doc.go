@@ -1,0 +1,42 @@
+// Package policy is Tollgate's policy engine: it compiles a namespace's passports and policies (a
+// Bundle) into an immutable Snapshot and decides AI agents' tool calls against it.
+//
+// The package is pure Go: it imports no Kubernetes client code, so the same engine runs in the
+// admission webhook, the controller, the decision endpoint, the offline CLI and tests. Its spec
+// structs have the CRDs' JSON field names, so json.Marshal of an API object's spec decodes into them.
+//
+// # Decisions (hook pre_tool_call)
+//
+//  1. Unknown passport → deny oap.passport_not_found. Status not active, or past expiresAt → deny
+//     oap.passport_suspended.
+//  2. The tool's capability (policies' toolCapabilities in priority order, then the built-in table)
+//     is not held by the passport → deny oap.unknown_capability. Unmapped tools skip this check.
+//  3. For system.command.execute, the passport's limits: allowed_commands (the command's first word;
+//     "*" allows any) → oap.command_not_allowed; blocked_patterns (case-insensitive substrings) →
+//     oap.blocked_pattern.
+//  4. Every policy selecting the passport, by priority (higher first, then name): its requires must
+//     hold (else deny with their code), then its first matching rule decides; no match → its external
+//     evaluator, else its defaultAction. Any deny wins; modify results chain (the next policy sees the
+//     modified input). Evaluation errors deny oap.evaluator_error unless failurePolicy is Open (then
+//     the policy is skipped with a warning). DryRun policies only report in metadata.dry_run; Warn
+//     policies report in metadata.warnings and never change the outcome.
+//  5. Rate limits of the selecting policies count calls the policies let through; over the limit →
+//     oap.rate_limit_exceeded.
+//
+// Hook pre_llm_call screens the latest user message with the policies' inputGuards (the built-in
+// DefaultInputPatterns plus their own, blocking at or above blockThreshold, default HIGH) and returns
+// metadata.risk_assessment; hook post_llm_call denies with oap.response_blocked when the finish or
+// stop reason is a safety termination (DefaultSafetyFinishReasons unless a policy replaces them),
+// naming the suppressed tool calls but never their arguments. Passports no policy selects get the
+// built-in guards.
+//
+// # CEL
+//
+// Rule conditions (when), requirements (expression) and modify values are CEL over the variables
+// tool (string), input (the tool arguments), passport (name, namespace, labels, agentID, owner,
+// assuranceLevel, status, capabilities as a map id → params, limits, regions, serviceAccounts,
+// expiresAt), limits (the passport's limits for the tool's capability) and request (tool_name,
+// thread_id, call_id, is_subagent, hook, agent_id, passport, timestamp). Expressions are compiled
+// once; when and expression must be bool (or dyn, checked at run time); expressions with
+// comprehensions run under a cost limit (the others have no loops).
+package policy
