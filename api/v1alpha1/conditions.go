@@ -38,6 +38,12 @@ const (
 	ReasonNoPassports = "NoPassportsSelected"
 	// ReasonBundleWriteFailed surfaces on Ready=False when the compiled bundle could not be stored.
 	ReasonBundleWriteFailed = "BundleWriteFailed"
+	// ReasonInvalid surfaces on a passport's Ready=False and Stalled=True when its spec fails the engine's
+	// validation (the webhook was bypassed); the passport is left out of the bundle, so its calls are denied.
+	ReasonInvalid = "Invalid"
+	// ReasonDuplicateAgentID surfaces on a passport's Ready=False and Stalled=True when another passport of
+	// the namespace (created earlier) already uses its effective agent id; it is left out of the bundle.
+	ReasonDuplicateAgentID = "DuplicateAgentID"
 )
 
 // Labels and annotations.

@@ -1,0 +1,98 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/convert"
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// PassportReconciler keeps AgentPassport status (phase, agentID, digest, Ready, Suspended) current,
+// and requeues each active passport exactly at its expiresAt so expiry shows without another event.
+type PassportReconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	registry *registry
+	clock    func() time.Time
+}
+
+// +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=agentpassports,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=agentpassports/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile computes the passport's status and patches it when it changed.
+func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	p := &guardrailsv1alpha1.AgentPassport{}
+	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	orig := p.DeepCopy()
+	defer func() {
+		if err := patchStatus(ctx, r.client, orig, p, !equality.Semantic.DeepEqual(orig.Status, p.Status)); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	facts := passportFacts{now: r.clock()}
+	conv, err := convert.Passport(p)
+	if err != nil {
+		facts.invalid = policy.FieldErrors{{Path: "spec", Message: err.Error()}}
+	} else {
+		facts.digest = policy.PassportDigest(conv)
+		facts.invalid = policy.CompilePassport(conv.Spec)
+	}
+	if ex, ok, rec, _ := r.registry.passport(p.Namespace, p.Name); ok {
+		facts.excluded = &ex
+	} else {
+		facts.writeErr = rec.writeErr
+	}
+
+	status, expiresIn := passportStatus(p, facts)
+	p.Status = status
+	if orig.Status.Phase != status.Phase {
+		r.phaseEvent(p, orig.Status.Phase)
+	}
+	if expiresIn > 0 {
+		return ctrl.Result{RequeueAfter: expiresIn}, nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *PassportReconciler) phaseEvent(p *guardrailsv1alpha1.AgentPassport, from guardrailsv1alpha1.PassportPhase) {
+	typ := corev1.EventTypeNormal
+	if p.Status.Phase == guardrailsv1alpha1.PhaseExpired {
+		typ = corev1.EventTypeWarning
+	}
+	note := fmt.Sprintf("passport phase is %s", p.Status.Phase)
+	if from != "" {
+		note = fmt.Sprintf("passport phase changed from %s to %s", from, p.Status.Phase)
+	}
+	r.recorder.Eventf(p, nil, typ, string(p.Status.Phase), "PhaseChange", "%s", note)
+}
+
+// patchStatus writes obj's status as a merge patch against orig when changed is true.
+func patchStatus(ctx context.Context, c client.Client, orig, obj client.Object, changed bool) error {
+	if !changed {
+		return nil
+	}
+	if err := c.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil
+		}
+		return fmt.Errorf("patching status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/convert"
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// PolicyReconciler keeps GuardrailPolicy status (Valid with every compile error, Ready,
+// enforcedGeneration, ruleCount, selectedPassports) current.
+type PolicyReconciler struct {
+	client   client.Client
+	recorder events.EventRecorder
+	registry *registry
+	compiles *compileCache
+	clock    func() time.Time
+}
+
+// +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=guardrailpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=guardrailpolicies/status,verbs=get;update;patch
+
+// Reconcile compiles the policy's current generation and patches its status when it changed.
+func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	p := &guardrailsv1alpha1.GuardrailPolicy{}
+	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.compiles.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	orig := p.DeepCopy()
+	defer func() {
+		if err := patchStatus(ctx, r.client, orig, p, !equality.Semantic.DeepEqual(orig.Status, p.Status)); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	facts := policyFacts{now: r.clock()}
+	conv, err := convert.Policy(p)
+	if err != nil {
+		facts.errs = policy.FieldErrors{{Path: "spec", Message: err.Error()}}
+	} else {
+		facts.errs = r.compiles.compile(req.NamespacedName, p.UID, p.Generation, conv.Spec)
+	}
+	enf, ok, rec, known := r.registry.policy(p.Namespace, p.Name)
+	facts.known, facts.writeErr = known, rec.writeErr
+	if ok && (enf.uid == "" || enf.uid == p.UID) {
+		facts.enforced = &enf
+	}
+
+	p.Status = policyStatus(p, facts)
+	r.validityEvent(p, meta.FindStatusCondition(orig.Status.Conditions, guardrailsv1alpha1.ConditionValid))
+	return ctrl.Result{}, nil
+}
+
+// validityEvent records an Event when the Valid condition changed status.
+func (r *PolicyReconciler) validityEvent(p *guardrailsv1alpha1.GuardrailPolicy, before *metav1.Condition) {
+	now := meta.FindStatusCondition(p.Status.Conditions, guardrailsv1alpha1.ConditionValid)
+	if now == nil || (before != nil && before.Status == now.Status) {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue {
+		typ = corev1.EventTypeWarning
+	}
+	r.recorder.Eventf(p, nil, typ, now.Reason, "Compile", "%s", eventNote(now.Message))
+}
+
+// eventNote keeps an Event note under the API's 1 KiB limit.
+func eventNote(s string) string {
+	const limit = 1000
+	if len(s) <= limit {
+		return s
+	}
+	return strings.ToValidUTF8(s[:limit], "") + " …"
+}

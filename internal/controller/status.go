@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// maxConditionMessage keeps condition messages under the API's 32 KiB limit.
+const maxConditionMessage = 30000
+
+// passportFacts is everything the passport status depends on besides the object itself.
+type passportFacts struct {
+	// now is the reconcile time.
+	now time.Time
+	// digest is policy.PassportDigest of the passport.
+	digest string
+	// invalid are the engine's validation errors of the spec.
+	invalid policy.FieldErrors
+	// excluded is set when the bundle writer left the passport out of the bundle.
+	excluded *excludedPassport
+	// writeErr is the last bundle write error of the namespace ("" when the bundle is stored).
+	writeErr string
+}
+
+// passportStatus computes an AgentPassport's status from the object and facts, and how long until
+// the status changes on its own (expiry), 0 when it never does. It is pure: the previous status only
+// supplies condition transition times.
+func passportStatus(p *guardrailsv1alpha1.AgentPassport, f passportFacts) (guardrailsv1alpha1.AgentPassportStatus, time.Duration) {
+	gen := p.Generation
+	st := guardrailsv1alpha1.AgentPassportStatus{
+		ObservedGeneration: gen,
+		AgentID:            p.Spec.AgentID,
+		Digest:             f.digest,
+		Conditions:         cloneConditions(p.Status.Conditions),
+	}
+	if st.AgentID == "" {
+		st.AgentID = string(p.UID)
+	}
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		setCondition(&st.Conditions, typ, status, reason, msg, gen, f.now)
+	}
+
+	var requeue time.Duration
+	expired := p.Spec.ExpiresAt != nil && !f.now.Before(p.Spec.ExpiresAt.Time)
+	var reason, msg string
+	switch {
+	case p.Spec.Status == guardrailsv1alpha1.PassportRevoked:
+		st.Phase, reason, msg = guardrailsv1alpha1.PhaseRevoked, guardrailsv1alpha1.ReasonRevoked,
+			"the passport is revoked for good; every call is denied"
+	case expired:
+		st.Phase, reason, msg = guardrailsv1alpha1.PhaseExpired, guardrailsv1alpha1.ReasonExpired,
+			fmt.Sprintf("the passport expired at %s; every call is denied", p.Spec.ExpiresAt.UTC().Format(time.RFC3339))
+	case p.Spec.Status == guardrailsv1alpha1.PassportSuspended:
+		st.Phase, reason, msg = guardrailsv1alpha1.PhaseSuspended, guardrailsv1alpha1.ReasonSuspended,
+			"the passport is suspended; every call is denied until it is made active again"
+	default:
+		st.Phase = guardrailsv1alpha1.PhaseActive
+		if p.Spec.ExpiresAt != nil {
+			requeue = p.Spec.ExpiresAt.Sub(f.now)
+		}
+	}
+	if st.Phase == guardrailsv1alpha1.PhaseActive {
+		set(guardrailsv1alpha1.ConditionSuspended, metav1.ConditionFalse, guardrailsv1alpha1.ReasonActive, "the passport is active")
+	} else {
+		set(guardrailsv1alpha1.ConditionSuspended, metav1.ConditionTrue, reason, msg)
+	}
+
+	switch {
+	case len(f.invalid) > 0:
+		m := truncate("the passport is left out of the bundle, so its calls are denied: " + joinErrors(f.invalid))
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonInvalid, m)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonInvalid, m)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	case f.excluded != nil:
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, f.excluded.reason, f.excluded.message)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, f.excluded.reason, f.excluded.message)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	case f.writeErr != "":
+		m := truncate("the namespace's bundle could not be stored (retrying): " + f.writeErr)
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonBundleWriteFailed, m)
+		set(guardrailsv1alpha1.ConditionReconciling, metav1.ConditionTrue, guardrailsv1alpha1.ReasonBundleWriteFailed, m)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
+	case st.Phase == guardrailsv1alpha1.PhaseActive:
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionTrue, guardrailsv1alpha1.ReasonReconciled, "the passport is active and enforced")
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
+	default:
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
+	}
+	return st, requeue
+}
+
+// policyFacts is everything a policy's status depends on besides the object itself.
+type policyFacts struct {
+	// now is the reconcile time.
+	now time.Time
+	// errs are the compile errors of the current generation.
+	errs policy.FieldErrors
+	// known is true once the bundle writer processed the namespace.
+	known bool
+	// enforced is the policy as stored in the bundle; nil when no generation is stored.
+	enforced *enforcedPolicy
+	// writeErr is the namespace's last bundle write error.
+	writeErr string
+}
+
+// policyStatus computes a GuardrailPolicy's status from the object and facts. It is pure: the previous
+// status only supplies condition transition times.
+func policyStatus(p *guardrailsv1alpha1.GuardrailPolicy, f policyFacts) guardrailsv1alpha1.GuardrailPolicyStatus {
+	gen := p.Generation
+	st := guardrailsv1alpha1.GuardrailPolicyStatus{
+		ObservedGeneration: gen,
+		Conditions:         cloneConditions(p.Status.Conditions),
+	}
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		setCondition(&st.Conditions, typ, status, reason, msg, gen, f.now)
+	}
+	var enforcedGen int64
+	if f.enforced != nil {
+		enforcedGen = f.enforced.spec.Generation
+		st.EnforcedGeneration = enforcedGen
+		st.RuleCount = int32(len(f.enforced.spec.Spec.Rules))
+		st.SelectedPassports = f.enforced.selected
+	}
+	still := "no generation of this policy is enforced"
+	if enforcedGen > 0 {
+		still = fmt.Sprintf("generation %d is still enforced", enforcedGen)
+	}
+
+	if len(f.errs) > 0 {
+		noun := "errors"
+		if len(f.errs) == 1 {
+			noun = "error"
+		}
+		m := truncate(fmt.Sprintf("generation %d does not compile (%s); %d %s: %s", gen, still, len(f.errs), noun, joinErrors(f.errs)))
+		set(guardrailsv1alpha1.ConditionValid, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompileError, m)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+		return st
+	}
+	set(guardrailsv1alpha1.ConditionValid, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompiled,
+		fmt.Sprintf("generation %d compiles", gen))
+	meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
+
+	switch {
+	case f.writeErr != "":
+		m := truncate(fmt.Sprintf("the namespace's bundle could not be stored (retrying; %s): %s", still, f.writeErr))
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonBundleWriteFailed, m)
+		set(guardrailsv1alpha1.ConditionReconciling, metav1.ConditionTrue, guardrailsv1alpha1.ReasonBundleWriteFailed, m)
+	case !f.known || enforcedGen != gen:
+		m := fmt.Sprintf("generation %d is being written to the bundle (%s)", gen, still)
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionUnknown, guardrailsv1alpha1.ReasonProgressing, m)
+		set(guardrailsv1alpha1.ConditionReconciling, metav1.ConditionTrue, guardrailsv1alpha1.ReasonProgressing, m)
+	case st.SelectedPassports == 0:
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionTrue, guardrailsv1alpha1.ReasonNoPassports,
+			fmt.Sprintf("generation %d is enforced, but its passportSelector matches no passport", gen))
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	default:
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionTrue, guardrailsv1alpha1.ReasonReconciled,
+			fmt.Sprintf("generation %d is enforced for %d passport%s", gen, st.SelectedPassports, plural(int(st.SelectedPassports))))
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	}
+	return st
+}
+
+// setCondition sets one condition, keeping its transition time when its status is unchanged.
+func setCondition(conds *[]metav1.Condition, typ string, status metav1.ConditionStatus, reason, msg string, gen int64, now time.Time) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		Reason:             reason,
+		Message:            msg,
+		ObservedGeneration: gen,
+		LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
+	})
+}
+
+func cloneConditions(in []metav1.Condition) []metav1.Condition {
+	if in == nil {
+		return nil
+	}
+	out := make([]metav1.Condition, len(in))
+	copy(out, in)
+	return out
+}
+
+func joinErrors(fe policy.FieldErrors) string {
+	parts := make([]string, len(fe))
+	for i, e := range fe {
+		parts[i] = e.Error()
+	}
+	return strings.Join(parts, "; ")
+}
+
+func truncate(s string) string {
+	if len(s) <= maxConditionMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxConditionMessage], "") + " …(truncated)"
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
