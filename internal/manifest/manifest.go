@@ -159,7 +159,7 @@ func Load(paths ...string) (*Set, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := set.checkDuplicates(); err != nil {
+	if err := set.CheckDuplicates(); err != nil {
 		return nil, err
 	}
 	return set, nil
@@ -171,7 +171,7 @@ func Parse(name string, data []byte) (*Set, error) {
 	if err := set.Add(name, data); err != nil {
 		return nil, err
 	}
-	if err := set.checkDuplicates(); err != nil {
+	if err := set.CheckDuplicates(); err != nil {
 		return nil, err
 	}
 	return set, nil
@@ -497,7 +497,8 @@ func isJSONObject(raw []byte) bool {
 	return len(raw) == 0 || raw[0] == '{' || string(raw) == "null"
 }
 
-func (s *Set) checkDuplicates() error {
+// CheckDuplicates reports objects of the same kind, namespace and name defined twice.
+func (s *Set) CheckDuplicates() error {
 	first := map[string]Source{}
 	var errs []error
 	for _, o := range s.Objects {
