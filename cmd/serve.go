@@ -3,9 +3,253 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/tollgate-dev/tollgate/internal/decider"
+	"github.com/tollgate-dev/tollgate/internal/manifest"
 )
 
-func runServe(_ context.Context, _ []string, _, _ io.Writer) error {
-	return errors.New("not implemented yet")
+// reloadDebounce groups the bursts of events an editor or `git pull` makes into one reload.
+const reloadDebounce = 150 * time.Millisecond
+
+// runServe serves the decider's HTTP API from manifest files, reloading them when they change.
+func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("serve", "-f PATH... [--addr :8080] [flags]", stderr)
+	var files pathList
+	fs.Var(&files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
+	fs.Var(&files, "filename", "same as -f")
+	addr := fs.String("addr", ":8080", "listen address")
+	namespace := fs.String("namespace", "", "namespace of bare passport names (default: the one namespace holding the passport)")
+	watch := fs.Bool("watch", true, "reload the manifests when they change; an invalid change keeps the last good set")
+	logFormat := fs.String("log-format", "text", "log format: text or json")
+	decisionLog := fs.Bool("decision-log", false, "write one JSON decision record per decision to stderr")
+	rest, err := parseFlags(fs, args)
+	if err != nil {
+		return helpOK(err)
+	}
+	files = append(files, rest...)
+	if len(files) == 0 {
+		fs.Usage()
+		return usageError("no manifests: give -f PATH (a file or directory of GuardrailPolicy and AgentPassport manifests)")
+	}
+	var handler slog.Handler
+	switch *logFormat {
+	case "text":
+		handler = slog.NewTextHandler(stderr, nil)
+	case "json":
+		handler = slog.NewJSONHandler(stderr, nil)
+	default:
+		return usageError("--log-format %q: want text or json", *logFormat)
+	}
+	log := slog.New(handler)
+
+	store := decider.NewStore()
+	fl := &fileLoader{paths: files, store: store, log: log}
+	if err := fl.reload(); err != nil {
+		return &exitError{code: exitFailed, err: err}
+	}
+	opts := decider.Options{DefaultNamespace: *namespace, Logger: log}
+	if *decisionLog {
+		opts.DecisionLog = decider.NewDecisionLog(stderr, decider.DefaultLogBuffer, false)
+	}
+	srv := decider.NewServer(store, opts)
+
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", *addr)
+	if err != nil {
+		return &exitError{code: exitFailed, err: fmt.Errorf("listening on %s: %w", *addr, err)}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	watchErr := make(chan error, 1)
+	if *watch {
+		w, err := fl.watcher()
+		if err != nil {
+			_ = ln.Close()
+			return &exitError{code: exitFailed, err: err}
+		}
+		go func() { watchErr <- fl.watch(ctx, w) }()
+	}
+	fmt.Fprintf(stderr, "tollgate serve: decision API on http://%s (authentication off; POST /v1/decide)\n", ln.Addr())
+	serveErr := srv.Serve(ctx, ln)
+	cancel()
+	if *watch {
+		if err := <-watchErr; err != nil && serveErr == nil {
+			serveErr = err
+		}
+	}
+	return serveErr
+}
+
+// fileLoader loads manifest files into a decider store.
+type fileLoader struct {
+	paths []string
+	store *decider.Store
+	log   *slog.Logger
+	// loaded are the namespaces of the last good set.
+	loaded []string
+}
+
+// reload loads and compiles every path; when anything is invalid the store keeps its snapshots and
+// the error is recorded (visible in /v1/status) and returned.
+func (l *fileLoader) reload() error {
+	set, err := manifest.Load(l.paths...)
+	if err == nil {
+		_, err = set.Compile()
+	}
+	if err != nil {
+		l.recordError(err)
+		return err
+	}
+	bundles, err := set.Bundles()
+	if err != nil {
+		l.recordError(err)
+		return err
+	}
+	now := map[string]bool{}
+	for _, b := range bundles {
+		if err := l.store.Load(b); err != nil {
+			return err
+		}
+		now[b.Namespace] = true
+	}
+	for _, ns := range l.loaded {
+		if !now[ns] {
+			l.store.Remove(ns)
+		}
+	}
+	l.loaded = set.Namespaces()
+	policies, passports := 0, 0
+	for _, o := range set.Objects {
+		if o.Policy != nil {
+			policies++
+		} else {
+			passports++
+		}
+	}
+	l.log.Info("loaded manifests", "files", len(set.Files), "policies", policies, "passports", passports,
+		"namespaces", strings.Join(l.loaded, ","))
+	return nil
+}
+
+// recordError records a failed reload against every namespace being served, so /v1/status shows it.
+func (l *fileLoader) recordError(err error) {
+	if len(l.loaded) == 0 {
+		l.store.RecordError("", err)
+	}
+	for _, ns := range l.loaded {
+		l.store.RecordError(ns, err)
+	}
+}
+
+// watcher watches every directory named or holding a named file (files are often replaced by
+// rename, which only their directory sees), and directories below named directories.
+func (l *fileLoader) watcher() (*fsnotify.Watcher, error) {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, fmt.Errorf("watching manifests: %w", err)
+	}
+	if err := l.addWatches(w); err != nil {
+		_ = w.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (l *fileLoader) addWatches(w *fsnotify.Watcher) error {
+	for _, p := range l.paths {
+		info, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", p, err)
+		}
+		if !info.IsDir() {
+			if err := w.Add(filepath.Dir(p)); err != nil {
+				return fmt.Errorf("watching %s: %w", filepath.Dir(p), err)
+			}
+			continue
+		}
+		err = filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() {
+				return nil
+			}
+			if path != p && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return w.Add(path)
+		})
+		if err != nil {
+			return fmt.Errorf("watching %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// relevant reports whether an event may change the loaded set.
+func (l *fileLoader) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	name := filepath.Clean(ev.Name)
+	for _, p := range l.paths {
+		p = filepath.Clean(p)
+		if name == p {
+			return true
+		}
+		if rel, err := filepath.Rel(p, name); err == nil && !strings.HasPrefix(rel, "..") {
+			// Inside a watched directory: manifests and new subdirectories matter.
+			if manifest.IsManifestFile(filepath.Base(name)) {
+				return true
+			}
+			if info, err := os.Stat(name); err == nil && info.IsDir() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// watch reloads on relevant events (debounced) until ctx is done.
+func (l *fileLoader) watch(ctx context.Context, w *fsnotify.Watcher) error {
+	defer func() { _ = w.Close() }()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-w.Events:
+			if !ok {
+				return errors.New("manifest watcher stopped")
+			}
+			if l.relevant(ev) {
+				timer.Reset(reloadDebounce)
+			}
+		case err, ok := <-w.Errors:
+			if !ok {
+				return errors.New("manifest watcher stopped")
+			}
+			l.log.Warn("manifest watcher error", "err", err)
+		case <-timer.C:
+			// New directories need watches of their own; re-adding existing ones is harmless.
+			if err := l.addWatches(w); err != nil {
+				l.log.Warn("updating manifest watches", "err", err)
+			}
+			if err := l.reload(); err != nil {
+				l.log.Error("manifests changed but are invalid; still serving the last good set", "err", err)
+			}
+		}
+	}
 }
