@@ -166,6 +166,7 @@ type activation struct {
 	tool     string
 	toolVal  ref.Val
 	input    map[string]any
+	inputCEL map[string]any // input with scalars pre-converted, built on first use
 	passport *cPassport
 	limits   map[string]any
 	req      Request
@@ -176,6 +177,33 @@ type activation struct {
 // setInput changes the input seen by later evaluations.
 func (a *activation) setInput(m map[string]any) {
 	a.input = m
+	a.inputCEL = nil
+}
+
+// celScalars returns a copy of m whose top-level strings, numbers and booleans are already CEL
+// values, so expressions reading the same field in many rules do not convert it each time.
+func celScalars(m map[string]any) map[string]any {
+	if len(m) == 0 {
+		return emptyMap
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch t := v.(type) {
+		case string:
+			out[k] = types.String(t)
+		case float64:
+			out[k] = types.Double(t)
+		case bool:
+			out[k] = types.Bool(t)
+		case int:
+			out[k] = types.Int(t)
+		case int64:
+			out[k] = types.Int(t)
+		default:
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // ResolveName implements interpreter.Activation.
@@ -187,10 +215,10 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		}
 		return a.toolVal, true
 	case varInput:
-		if a.input == nil {
-			return emptyMap, true
+		if a.inputCEL == nil {
+			a.inputCEL = celScalars(a.input)
 		}
-		return a.input, true
+		return a.inputCEL, true
 	case varPassport:
 		return a.passport.celValue(), true
 	case varLimits:
@@ -219,13 +247,13 @@ func requestValue(r *Request, tool string) map[string]any {
 		hook = HookPreToolCall
 	}
 	m := map[string]any{
-		"tool_name":   tool,
-		"thread_id":   r.ThreadID,
-		"call_id":     r.CallID,
-		"is_subagent": r.IsSubagent,
-		"hook":        hook,
-		"agent_id":    r.AgentID,
-		"passport":    r.Passport,
+		"tool_name":   types.String(tool),
+		"thread_id":   types.String(r.ThreadID),
+		"call_id":     types.String(r.CallID),
+		"is_subagent": types.Bool(r.IsSubagent),
+		"hook":        types.String(hook),
+		"agent_id":    types.String(r.AgentID),
+		"passport":    types.String(r.Passport),
 	}
 	if !r.Timestamp.IsZero() {
 		m["timestamp"] = r.Timestamp

@@ -540,7 +540,7 @@ func (p *cPassport) celValue() map[string]any {
 		if !p.expires.IsZero() {
 			m["expiresAt"] = p.expires
 		}
-		p.cel = m
+		p.cel = celScalars(m)
 	})
 	return p.cel
 }

@@ -138,3 +138,32 @@ func ToolRequest(passport, tool string) policy.Request {
 		CallID:    "call-1",
 	}
 }
+
+// Sample returns a small realistic namespace: passport "coder" (team=dev, git/ls/cat/go/echo allowed,
+// rm -rf and sudo blocked), passport "suspended", and the policy "shell-safety" (policyID
+// system.command.execute.v1) that denies force pushes, allows git, rewrites web_fetch timeouts,
+// limits web_fetch to 30 calls a minute per thread and guards LLM input and responses.
+func Sample() policy.Bundle {
+	coder := Passport("coder", map[string]string{"team": "dev"})
+	suspended := Passport("suspended", map[string]string{"team": "dev"})
+	suspended.Spec.Status = policy.StatusSuspended
+	return policy.Bundle{
+		Version:   policy.BundleVersion,
+		Namespace: Namespace,
+		Passports: []policy.Passport{coder, suspended},
+		Policies: []policy.Policy{{Name: "shell-safety", Namespace: Namespace, Generation: 1, Spec: policy.PolicySpec{
+			PolicyID:         "system.command.execute.v1",
+			PassportSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "dev"}},
+			Rules: []policy.Rule{
+				{Name: "deny-force-push", Tools: []string{"bash"}, When: `has(input.command) && input.command.contains("push --force")`,
+					Action: policy.ActionDeny, Code: "oap.policy_denied", Message: "force pushes are not allowed"},
+				{Name: "allow-git", Tools: []string{"bash"}, When: `has(input.command) && input.command.startsWith("git ")`, Action: policy.ActionAllow},
+				{Name: "fetch-timeout", Tools: []string{"web_fetch"}, Action: policy.ActionModify,
+					Modify: &policy.InputPatch{Set: []policy.InputField{{Path: "timeout", Value: "10"}}}},
+			},
+			RateLimits:     []policy.RateLimit{{Name: "fetches", Tools: []string{"web_fetch"}, Limit: 30, Window: "1m", Per: policy.PerThread}},
+			InputGuards:    &policy.InputGuards{BlockThreshold: policy.RiskHigh},
+			ResponseGuards: &policy.ResponseGuards{SafetyFinishReasons: append([]string{"sensitive"}, policy.DefaultSafetyFinishReasons...)},
+		}}},
+	}
+}
