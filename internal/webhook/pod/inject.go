@@ -95,11 +95,17 @@ func findContainer(pod *corev1.Pod, name string) *corev1.Container {
 
 // inject wires pod to the decision endpoint in place. It only ever adds: an env var, volume or
 // mount the pod already has (by name, or a mount at the same path) is left as the user set it, so
-// applying inject to its own output changes nothing.
+// applying inject to its own output changes nothing. An empty serviceAccountName becomes "default".
 func inject(pod *corev1.Pod, w wiring) error {
 	targets, err := targetContainers(pod)
 	if err != nil {
 		return err
+	}
+	if pod.Spec.ServiceAccountName == "" && pod.Spec.DeprecatedServiceAccount == "" {
+		// A projected token needs a named service account. The ServiceAccount admission plugin sets
+		// the same value before mutating webhooks run in a standard cluster; doing it here too keeps
+		// the pod valid where that plugin is off.
+		pod.Spec.ServiceAccountName = DefaultServiceAccount
 	}
 	if !slices.ContainsFunc(pod.Spec.Volumes, func(v corev1.Volume) bool { return v.Name == VolumeName }) {
 		pod.Spec.Volumes = append(pod.Spec.Volumes, tokenVolume(w.expirationSeconds))
