@@ -35,9 +35,9 @@ type LogRecord struct {
 	// Reasons are the decision's reasons.
 	Reasons []policy.Reason `json:"reasons"`
 	// PolicyID is the deciding policy.
-	PolicyID string `json:"policy_id,omitempty"`
+	PolicyID string `json:"policy_id"`
 	// BundleRevision is the revision of the snapshot that decided.
-	BundleRevision string `json:"bundle_revision,omitempty"`
+	BundleRevision string `json:"bundle_revision"`
 	// LatencyMS is the time spent deciding, in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
 	// DryRun and Warnings carry DryRun and Warn policies' results.

@@ -100,12 +100,8 @@ func jsonError(err error, prefix string) error {
 	switch {
 	case errors.As(err, &syn):
 		return fieldErr(ErrCodeInvalidJSON, prefix, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
-	case errors.As(err, &typ):
-		field := typ.Field
-		if field == "" {
-			return fieldErr(ErrCodeInvalidField, prefix, "cannot use JSON %s here", typ.Value)
-		}
-		return fieldErr(ErrCodeInvalidField, join(prefix, field), "want %s, got JSON %s", jsonKind(typ.Type.Kind().String(), field), typ.Value)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fieldErr(ErrCodeInvalidField, join(prefix, typ.Field), "want %s, got JSON %s", jsonKind(typ.Type.Kind().String(), typ.Field), typ.Value)
 	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
 		return fieldErr(ErrCodeInvalidJSON, prefix, "truncated JSON")
 	}

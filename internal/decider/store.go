@@ -136,6 +136,15 @@ func (s *Store) statusLocked(ns string) *nsStatus {
 	return st
 }
 
+// clearError forgets the namespace's last error: the cluster holds the revision being served again.
+func (s *Store) clearError(ns string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.status[ns]; ok {
+		st.lastError, st.errorAt = "", time.Time{}
+	}
+}
+
 // Remove drops the namespace's snapshot and status (its bundle was deleted).
 func (s *Store) Remove(namespace string) {
 	s.mu.Lock()

@@ -115,7 +115,9 @@ func syncNamespace(lister listersv1.ConfigMapNamespaceLister, store *Store, ns s
 	}
 	if rev := bundlestore.Revisions(cms); rev != "" {
 		if snap, ok := store.Snapshot(ns); ok && snap.Revision() == rev {
-			return nil // already serving it (resync or metadata-only change)
+			// Already serving it (a metadata-only change, or a broken update reverted).
+			store.clearError(ns)
+			return nil
 		}
 	}
 	b, err := bundlestore.Decode(cms)
