@@ -285,9 +285,6 @@ func OpenLoop(addr string, req []byte, rate float64, conns int, warmup, dur time
 			w := &worker{addr: addr, req: req}
 			defer w.close()
 			for j := range jobs {
-				if d := time.Until(j.at); d > 0 {
-					time.Sleep(d)
-				}
 				n, errs := w.n, w.errs
 				_, ok := w.do()
 				if !j.counted {
@@ -302,10 +299,10 @@ func OpenLoop(addr string, req []byte, rate float64, conns int, warmup, dur time
 		})
 	}
 	start := time.Now().Add(10 * time.Millisecond)
-	// Release each job at its scheduled time (the workers wait for it), one interval of slack ahead.
+	// Release each job at its scheduled time; after an oversleep the overdue jobs go out at once.
 	for i := range total {
 		at := start.Add(time.Duration(i) * interval)
-		if d := time.Until(at) - interval; d > 0 {
+		if d := time.Until(at); d > 0 {
 			time.Sleep(d)
 		}
 		jobs <- job{at: at, counted: i >= warm}

@@ -85,6 +85,7 @@ type Machine struct {
 	Cores     int    `json:"cores"`
 	GoVersion string `json:"go_version"`
 	OS        string `json:"os"`
+	Distro    string `json:"distro,omitempty"`
 	Kernel    string `json:"kernel,omitempty"`
 	Arch      string `json:"arch"`
 }
@@ -92,6 +93,9 @@ type Machine struct {
 // String returns a one-line description.
 func (m Machine) String() string {
 	s := fmt.Sprintf("%s, %d cores, %s, %s/%s", m.CPU, m.Cores, m.GoVersion, m.OS, m.Arch)
+	if m.Distro != "" {
+		s += ", " + m.Distro
+	}
 	if m.Kernel != "" {
 		s += ", kernel " + m.Kernel
 	}

@@ -28,7 +28,7 @@ func Machine() report.Machine {
 	}
 	if data, err := os.ReadFile("/etc/os-release"); err == nil {
 		if name := OSName(string(data)); name != "" {
-			m.OS += " (" + name + ")"
+			m.Distro = name
 		}
 	}
 	if data, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {

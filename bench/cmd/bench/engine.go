@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/bench/internal/report"
+	"github.com/tollgate-dev/tollgate/bench/internal/stats"
+	"github.com/tollgate-dev/tollgate/internal/policy"
+	"github.com/tollgate-dev/tollgate/internal/policy/policytest"
+)
+
+// Engine targets (issue 3).
+const (
+	targetNameRulesNs = 1000
+	targetCELRulesNs  = 5000
+	targetCompileNs   = 2e9
+	targetCompileHeap = 200 << 20
+	largePassports    = 10_000
+	largePolicies     = 1_000
+)
+
+// decideCase is one engine Decide measurement.
+type decideCase struct {
+	id, name string
+	bundle   func() policy.Bundle
+	req      policy.Request
+	want     string
+	snap     *policy.Snapshot
+	ns       []float64
+	allocs   int64
+}
+
+// benchEngine measures Decide for cases (a), (b) and (c) and Compile of (c), each cfg.runs times.
+func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error) {
+	testing.Init()
+	if err := flag.Set("test.benchtime", cfg.benchDur.String()); err != nil {
+		return nil, nil, fmt.Errorf("setting benchtime: %w", err)
+	}
+	cases := []*decideCase{
+		{id: "engine.decide.name_rules_100", name: "1a. Engine Decide: 100 name-only rules",
+			bundle: func() policy.Bundle { return policytest.OnePolicyBundle(policytest.NameRules(100)) },
+			req:    policytest.ToolRequest("agent", "tool-50"), want: policy.DecisionAllow},
+		{id: "engine.decide.cel_rules_20", name: "1b. Engine Decide: 20 CEL rules",
+			bundle: func() policy.Bundle { return policytest.OnePolicyBundle(policytest.CELRules(20)) },
+			req:    policytest.ToolRequest("agent", "bash"), want: policy.DecisionAllow},
+		{id: "engine.decide.large", name: "1c. Engine Decide: 10,000 passports + 1,000 policies",
+			bundle: func() policy.Bundle { return policytest.LargeBundle(largePassports, largePolicies) },
+			req:    policytest.ToolRequest("agent-7777", "tool-50"), want: policy.DecisionAllow},
+	}
+	for _, c := range cases {
+		snap, err := policy.Compile(c.bundle())
+		if err != nil {
+			return nil, nil, fmt.Errorf("compiling %s: %w", c.id, err)
+		}
+		if d := snap.Decide(ctx, c.req); d.Decision != c.want {
+			return nil, nil, fmt.Errorf("%s: decision %s %v, want %s", c.id, d.Decision, d.Reasons, c.want)
+		}
+		c.snap = snap
+	}
+	// Interleave the cases run by run so a burst of load elsewhere spreads over all of them.
+	for run := range cfg.runs {
+		for _, c := range cases {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, fmt.Errorf("engine benchmark: %w", err)
+			}
+			r := testing.Benchmark(func(b *testing.B) {
+				b.ReportAllocs()
+				for range b.N {
+					c.snap.Decide(ctx, c.req)
+				}
+			})
+			if r.N == 0 {
+				return nil, nil, fmt.Errorf("%s: the benchmark did not run", c.id)
+			}
+			c.ns = append(c.ns, float64(r.T.Nanoseconds())/float64(r.N))
+			c.allocs = r.AllocsPerOp()
+		}
+		progress("engine run %d/%d: a=%.0f ns b=%.0f ns c=%.0f ns", run+1, cfg.runs, cases[0].ns[run], cases[1].ns[run], cases[2].ns[run])
+	}
+	var rows []report.Row
+	for _, c := range cases {
+		rows = append(rows, report.Row{ID: c.id, Name: c.name, Unit: report.UnitNanos, Summary: stats.Summarize(c.ns),
+			Over: fmt.Sprintf("%d runs", len(c.ns)), Note: fmt.Sprintf("%d allocs/op", c.allocs)})
+	}
+	rows[0] = rows[0].WithTarget(report.Target{Op: report.AtMost, Value: targetNameRulesNs})
+	rows[1] = rows[1].WithTarget(report.Target{Op: report.AtMost, Value: targetCELRulesNs})
+	rows[2] = rows[2].WithTarget(report.Target{Op: report.AtMost, Value: 2 * rows[0].Median, Label: "2× (a)"})
+	for _, c := range cases {
+		c.snap = nil
+	}
+
+	compileRows, err := benchCompile(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	notes := []string{fmt.Sprintf("Engine: testing.Benchmark in process (%s per run), runs interleaved; (c) decides for passport agent-7777 of a bundle where every passport is selected by two policies of 102 rules each.", cfg.benchDur)}
+	return append(rows, compileRows...), notes, nil
+}
+
+// benchCompile measures the time and heap of compiling the large bundle, cfg.runs times.
+func benchCompile(ctx context.Context, cfg config) ([]report.Row, error) {
+	bundle := policytest.LargeBundle(largePassports, largePolicies)
+	var secs, peaks, retained []float64
+	for run := range cfg.runs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("compile benchmark: %w", err)
+		}
+		runtime.GC()
+		base := heapObjectBytes()
+		stop := samplePeakHeap()
+		start := time.Now()
+		snap, err := policy.Compile(bundle)
+		took := time.Since(start)
+		peak := stop()
+		if err != nil {
+			return nil, fmt.Errorf("compiling the large bundle: %w", err)
+		}
+		runtime.GC()
+		live := heapObjectBytes()
+		runtime.KeepAlive(snap)
+		peakGrowth, liveGrowth := growth(max(peak, live), base), growth(live, base)
+		secs = append(secs, float64(took.Nanoseconds()))
+		peaks = append(peaks, float64(peakGrowth))
+		retained = append(retained, float64(liveGrowth))
+		progress("compile run %d/%d: %s, peak heap +%d MiB, live +%d MiB", run+1, cfg.runs, took.Round(time.Millisecond),
+			peakGrowth>>20, liveGrowth>>20)
+	}
+	over := fmt.Sprintf("%d runs", cfg.runs)
+	return []report.Row{
+		report.Row{ID: "engine.compile.large.time", Name: "1c. Compile time, 10,000 passports + 1,000 policies", Unit: report.UnitNanos,
+			Summary: stats.Summarize(secs), Over: over}.WithTarget(report.Target{Op: report.AtMost, Value: targetCompileNs}),
+		report.Row{ID: "engine.compile.large.peak_heap", Name: "1c. Compile heap, peak growth during compile", Unit: report.UnitBytes,
+			Summary: stats.Summarize(peaks), Over: over}.WithTarget(report.Target{Op: report.AtMost, Value: targetCompileHeap}),
+		{ID: "engine.compile.large.retained_heap", Name: "1c. Compiled snapshot, live heap", Unit: report.UnitBytes,
+			Summary: stats.Summarize(retained), Over: over},
+	}, nil
+}
+
+// growth returns v-base, or 0 when v < base.
+func growth(v, base uint64) uint64 {
+	if v < base {
+		return 0
+	}
+	return v - base
+}
+
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// heapObjectBytes returns the bytes of heap objects (live and not yet swept) right now.
+func heapObjectBytes() uint64 {
+	s := []metrics.Sample{{Name: heapObjectsMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// samplePeakHeap samples heapObjectBytes every 2 ms until the returned function is called, which
+// returns the highest value seen.
+func samplePeakHeap() func() uint64 {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var peak uint64
+	wg.Go(func() {
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			peak = max(peak, heapObjectBytes())
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() uint64 {
+		close(done)
+		wg.Wait()
+		return max(peak, heapObjectBytes())
+	}
+}

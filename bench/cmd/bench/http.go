@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/bench/internal/httpload"
+	"github.com/tollgate-dev/tollgate/bench/internal/report"
+	"github.com/tollgate-dev/tollgate/bench/internal/stats"
+	"github.com/tollgate-dev/tollgate/bench/internal/sysinfo"
+)
+
+// Decider targets (issue 5).
+const (
+	targetDecisionsPerSec = 20_000
+	targetP99At5000Ns     = 2e6
+	batchSize             = 10
+	closedLoopConns       = 8
+	openLoopConns         = 64
+	warmup                = 500 * time.Millisecond
+)
+
+// decideBody is the request of every single decision: a sample passport running a harmless shell
+// command, which the sample policies evaluate with their CEL rules (shell safety, git hygiene) and
+// the DryRun trial policy.
+const decideBody = `{"passport":"default/coding-agent","tool_name":"bash","tool_input":{"command":"ls -la"},"thread_id":"bench-thread","call_id":"bench-call"}`
+
+// server is the decision endpoint child process.
+type server struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	exited chan error
+}
+
+// startServer builds bench/cmd/benchserver and runs it with GOMAXPROCS=1 on a free loopback port,
+// serving config/samples with the decision log on (written to the child's stdout, /dev/null).
+func startServer(ctx context.Context, cfg config, dir string) (*server, error) {
+	bin := filepath.Join(dir, "benchserver")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/cmd/benchserver")
+	build.Dir = cfg.root
+	if out, err := build.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("building benchserver: %w\n%s", err, out)
+	}
+	addr, err := freeLoopbackAddr()
+	if err != nil {
+		return nil, err
+	}
+	s := &server{addr: addr, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(bin, "-f", filepath.Join(cfg.root, "config", "samples"), "-addr", addr,
+		"-max-lifetime", cfg.deadline.String())
+	s.cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	s.cmd.Stderr = s.stderr // Stdout stays nil: the decision log goes to /dev/null
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting benchserver: %w", err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	if err := s.waitReady(ctx); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// freeLoopbackAddr returns a 127.0.0.1 address with a port that was free a moment ago.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	return addr, nil
+}
+
+func (s *server) waitReady(ctx context.Context) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-s.exited:
+			return fmt.Errorf("benchserver exited before it was ready (%v): %s", err, s.stderr.String())
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for benchserver: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+		resp, err := client.Get("http://" + s.addr + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("benchserver not ready after 30s: %s", s.stderr.String())
+}
+
+// stop terminates the child (SIGTERM, then SIGKILL after 5s) and waits for it.
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.exited:
+	case <-time.After(5 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+}
+
+// loadRun is one measured load configuration.
+type loadRun struct {
+	id, name string
+	req      []byte
+	perCall  int     // decisions per call
+	rate     float64 // decisions per second; 0 = closed loop (maximum)
+	rates    []float64
+	cpu      []float64 // server CPU seconds per second
+	p50      []float64
+	p99      []float64
+	p999     []float64
+}
+
+// benchHTTP measures the decision endpoint over loopback HTTP.
+func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) {
+	dir, err := os.MkdirTemp("", "tollgate-bench-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	srv, err := startServer(ctx, cfg, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer srv.stop()
+
+	batch, err := batchBody(batchSize)
+	if err != nil {
+		return nil, nil, err
+	}
+	single := httpload.BuildRequest(srv.addr, "/v1/decide", []byte(decideBody))
+	batched := httpload.BuildRequest(srv.addr, "/v1/decide:batch", batch)
+	if err := checkAnswers(srv.addr, single, batched); err != nil {
+		return nil, nil, err
+	}
+	runs := []*loadRun{
+		{id: "decider.single.max", name: "2. Decider /v1/decide, maximum", req: single, perCall: 1},
+		{id: "decider.single.1000", name: "2. Decider /v1/decide at 1,000/s", req: single, perCall: 1, rate: 1000},
+		{id: "decider.single.5000", name: "2. Decider /v1/decide at 5,000/s", req: single, perCall: 1, rate: 5000},
+		{id: "decider.batch.max", name: "2. Decider /v1/decide:batch ×10, maximum", req: batched, perCall: batchSize},
+		{id: "decider.batch.1000", name: "2. Decider /v1/decide:batch ×10 at 1,000 decisions/s", req: batched, perCall: batchSize, rate: 1000},
+		{id: "decider.batch.5000", name: "2. Decider /v1/decide:batch ×10 at 5,000 decisions/s", req: batched, perCall: batchSize, rate: 5000},
+	}
+	for i := range cfg.runs {
+		for _, lr := range runs {
+			if err := lr.measure(ctx, srv, cfg.loadDur); err != nil {
+				return nil, nil, err
+			}
+		}
+		progress("http run %d/%d: max %.0f/s (batch %.0f/s), p99 at 5,000/s %.2f ms (batch %.2f ms)", i+1, cfg.runs,
+			runs[0].rates[i], runs[3].rates[i], runs[2].p99[i]/1e6, runs[5].p99[i]/1e6)
+	}
+	select {
+	case err := <-srv.exited:
+		return nil, nil, fmt.Errorf("benchserver died during the benchmark (%v): %s", err, srv.stderr.String())
+	default:
+	}
+	rows := httpRows(runs, cfg.runs)
+	notes := []string{fmt.Sprintf("Decider: bench/cmd/benchserver (internal/decider serving config/samples, authentication off, decision log on to /dev/null) as a child process with GOMAXPROCS=1; "+
+		"a Go keep-alive load generator in the bench process on the other core, %d connections for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time); %s per run after %s warm-up. "+
+		"Request: bash `ls -la` for the sample passport coding-agent (2 CEL rules, a Modify rule's CEL condition and a DryRun policy evaluated).",
+		closedLoopConns, openLoopConns, cfg.loadDur, warmup)}
+	return rows, notes, nil
+}
+
+func batchBody(n int) ([]byte, error) {
+	reqs := make([]json.RawMessage, n)
+	for i := range reqs {
+		reqs[i] = json.RawMessage(decideBody)
+	}
+	body, err := json.Marshal(map[string]any{"requests": reqs})
+	if err != nil {
+		return nil, fmt.Errorf("encoding the batch: %w", err)
+	}
+	return body, nil
+}
+
+// checkAnswers makes sure both requests are answered with allow decisions before measuring them.
+func checkAnswers(addr string, single, batched []byte) error {
+	c, err := httpload.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = c.Close() }()
+	status, body, err := c.Do(single)
+	if err != nil {
+		return fmt.Errorf("checking /v1/decide: %w", err)
+	}
+	var d struct {
+		Decision string `json:"decision"`
+	}
+	if err := json.Unmarshal(body, &d); status != http.StatusOK || err != nil || d.Decision != "allow" {
+		return fmt.Errorf("/v1/decide answered %d %s, want 200 and an allow decision", status, body)
+	}
+	status, body, err = c.Do(batched)
+	if err != nil {
+		return fmt.Errorf("checking /v1/decide:batch: %w", err)
+	}
+	var b struct {
+		Decisions []struct {
+			Decision string `json:"decision"`
+		} `json:"decisions"`
+	}
+	if err := json.Unmarshal(body, &b); status != http.StatusOK || err != nil || len(b.Decisions) != batchSize || b.Decisions[0].Decision != "allow" {
+		return fmt.Errorf("/v1/decide:batch answered %d %.300s, want 200 and %d allow decisions", status, body, batchSize)
+	}
+	return nil
+}
+
+func (lr *loadRun) measure(ctx context.Context, srv *server, dur time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("decider benchmark: %w", err)
+	}
+	cpuBefore, err := sysinfo.ProcessCPU(srv.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var res httpload.Result
+	if lr.rate == 0 {
+		res, err = httpload.ClosedLoop(srv.addr, lr.req, closedLoopConns, warmup, dur)
+	} else {
+		res, err = httpload.OpenLoop(srv.addr, lr.req, lr.rate/float64(lr.perCall), openLoopConns, warmup, dur)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", lr.id, err)
+	}
+	wall := time.Since(start)
+	cpuAfter, err := sysinfo.ProcessCPU(srv.cmd.Process.Pid)
+	if err != nil {
+		return err
+	}
+	if res.Errors > 0 || res.Requests == 0 {
+		return fmt.Errorf("%s: %d of %d requests failed: %w", lr.id, res.Errors, res.Errors+res.Requests,
+			errors.Join(res.FirstError, errors.New("no error recorded")))
+	}
+	lr.rates = append(lr.rates, res.Rate()*float64(lr.perCall))
+	lr.cpu = append(lr.cpu, (cpuAfter - cpuBefore).Seconds()/wall.Seconds())
+	lr.p50 = append(lr.p50, float64(res.Latencies.Percentile(50)))
+	lr.p99 = append(lr.p99, float64(res.Latencies.Percentile(99)))
+	lr.p999 = append(lr.p999, float64(res.Latencies.Percentile(99.9)))
+	return nil
+}
+
+// httpRows turns the load runs into table rows.
+func httpRows(runs []*loadRun, n int) []report.Row {
+	over := strconv.Itoa(n) + " runs"
+	var rows []report.Row
+	for _, lr := range runs {
+		cpu := stats.Summarize(lr.cpu)
+		if lr.rate == 0 {
+			r := report.Row{ID: lr.id + ".decisions_per_second", Name: lr.name, Unit: report.UnitPerSecond,
+				Summary: stats.Summarize(lr.rates), Over: over,
+				Note: fmt.Sprintf("server CPU %.0f%% of a core, p99 %s", cpu.Median*100, report.FormatValue(stats.Summarize(lr.p99).Median, report.UnitNanos))}
+			if lr.perCall == 1 {
+				r = r.WithTarget(report.Target{Op: report.AtLeast, Value: targetDecisionsPerSec})
+			}
+			rows = append(rows, r)
+			perCPU := make([]float64, len(lr.rates))
+			for i := range lr.rates {
+				perCPU[i] = lr.rates[i] / max(lr.cpu[i], 1e-9)
+			}
+			rows = append(rows, report.Row{ID: lr.id + ".decisions_per_server_cpu_second", Name: lr.name + ", per server CPU-second",
+				Unit: report.UnitPerSecond, Summary: stats.Summarize(perCPU), Over: over,
+				Note: "throughput a fully used core would give"})
+			continue
+		}
+		for _, p := range []struct {
+			label string
+			v     []float64
+		}{{"p50", lr.p50}, {"p99", lr.p99}, {"p99.9", lr.p999}} {
+			r := report.Row{ID: lr.id + "." + p.label, Name: lr.name + ", " + p.label, Unit: report.UnitNanos,
+				Summary: stats.Summarize(p.v), Over: over}
+			if p.label == "p99" && lr.rate == 5000 && lr.perCall == 1 {
+				r = r.WithTarget(report.Target{Op: report.AtMost, Value: targetP99At5000Ns})
+			}
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}

@@ -1,0 +1,155 @@
+// Command bench measures Tollgate end to end and prints one table of figures beside their targets:
+// the engine's Decide and Compile costs, the decision endpoint over loopback HTTP (a child process
+// with GOMAXPROCS=1), propagation of API writes to decisions in envtest, and the size and memory of
+// a large bundle. It writes the same figures to bench/results.json and, with -readme, into the
+// README's performance section. Run it with `make bench` from the repository root.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tollgate-dev/tollgate/bench/internal/report"
+	"github.com/tollgate-dev/tollgate/bench/internal/sysinfo"
+	"github.com/tollgate-dev/tollgate/internal/testenv"
+)
+
+// config is the command line.
+type config struct {
+	root     string        // repository root
+	runs     int           // repetitions of each run-level measurement
+	trials   int           // propagation trials of each kind
+	benchDur time.Duration // target duration of each testing.Benchmark
+	loadDur  time.Duration // duration of each HTTP load run
+	out      string        // results.json path
+	readme   string        // README to update ("" = leave it alone)
+	only     []string      // stages to run (empty = all)
+	deadline time.Duration // the whole run must end within this
+}
+
+// stages in the order they run (the HTTP stage first, while this process's heap is still small).
+var stageNames = []string{"http", "engine", "scale", "propagation"}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() (config, error) {
+	root := testenv.RepoRoot()
+	cfg := config{root: root}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&cfg.runs, "runs", 5, "repetitions of each measurement (medians with min–max are reported)")
+	fs.IntVar(&cfg.trials, "trials", 60, "propagation trials of each kind (at least 50 for the published figures)")
+	fs.DurationVar(&cfg.benchDur, "benchtime", 500*time.Millisecond, "duration of each engine benchmark run")
+	fs.DurationVar(&cfg.loadDur, "load-duration", 4*time.Second, "duration of each HTTP load run")
+	fs.StringVar(&cfg.out, "out", filepath.Join(root, "bench", "results.json"), "where to write the results as JSON (\"\" = nowhere)")
+	fs.StringVar(&cfg.readme, "readme", "", "README whose performance section to rewrite with the table (\"\" = none)")
+	only := fs.String("only", "", "comma-separated stages to run: "+strings.Join(stageNames, ","))
+	fs.DurationVar(&cfg.deadline, "deadline", 15*time.Minute, "abort when the whole run takes longer")
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		return cfg, fmt.Errorf("parsing flags: %w", err)
+	}
+	if cfg.runs < 1 || cfg.trials < 1 {
+		return cfg, errors.New("-runs and -trials must be positive")
+	}
+	if *only != "" {
+		for s := range strings.SplitSeq(*only, ",") {
+			if !slices.Contains(stageNames, s) {
+				return cfg, fmt.Errorf("unknown stage %q (want %s)", s, strings.Join(stageNames, ","))
+			}
+			cfg.only = append(cfg.only, s)
+		}
+	}
+	return cfg, nil
+}
+
+func run() error {
+	cfg, err := parseFlags()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.deadline)
+	defer cancel()
+
+	started := time.Now()
+	res := report.Results{Machine: sysinfo.Machine(), Started: started}
+	progress("machine: %s", res.Machine)
+	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
+		"http": benchHTTP, "engine": benchEngine, "scale": benchScale, "propagation": benchPropagation,
+	}
+	for _, name := range stageNames {
+		if len(cfg.only) > 0 && !slices.Contains(cfg.only, name) {
+			continue
+		}
+		t := time.Now()
+		progress("stage %s: starting", name)
+		rows, notes, err := stages[name](ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("stage %s: %w", name, err)
+		}
+		res.Rows = append(res.Rows, rows...)
+		res.Notes = append(res.Notes, notes...)
+		progress("stage %s: done in %s", name, time.Since(t).Round(time.Second))
+		runtime.GC()
+	}
+	res.Notes = append(res.Notes, "Absolute numbers depend on the machine and on what else runs on it; compare figures from one machine only.")
+	res.Duration = time.Since(started).Round(time.Second).String()
+
+	text := res.Text()
+	fmt.Println()
+	fmt.Print(text)
+	if cfg.out != "" {
+		data, err := res.JSON()
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(cfg.out, data, 0o644); err != nil {
+			return fmt.Errorf("writing results: %w", err)
+		}
+		progress("wrote %s", cfg.out)
+	}
+	if cfg.readme != "" {
+		if err := updateReadme(cfg.readme, res); err != nil {
+			return err
+		}
+		progress("updated the performance section of %s", cfg.readme)
+	}
+	return nil
+}
+
+// updateReadme rewrites the README's performance section with the results.
+func updateReadme(path string, res report.Results) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading README: %w", err)
+	}
+	body := "## Performance\n\n" +
+		"`make bench` measures Tollgate end to end on the machine it runs on and prints this table (medians over\n" +
+		"repeated runs, with the min–max range), writing the same figures to `bench/results.json`. The figures below\n" +
+		"come from one run; absolute numbers depend on the machine and its load, so compare runs on one machine.\n\n" +
+		res.Text()
+	out, err := report.ReplaceSection(string(doc), body)
+	if err != nil {
+		return fmt.Errorf("updating README: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+		return fmt.Errorf("writing README: %w", err)
+	}
+	return nil
+}
+
+// progress reports what the benchmark is doing on stderr (the table goes to stdout).
+func progress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
