@@ -52,7 +52,7 @@ func (w *webhookFlags) bind(fs *flag.FlagSet) {
 	fs.BoolVar(&w.certRotation, "cert-rotation", false,
 		"Manage the webhook certificate without cert-manager: generate a CA and serving certificate into --cert-secret, "+
 			"rotate them, and inject the CA into the webhook configurations (open-policy-agent/cert-controller).")
-	fs.StringVar(&w.certSecret, "cert-secret", "tollgate-webhook-server-cert",
+	fs.StringVar(&w.certSecret, "cert-secret", "webhook-server-cert",
 		"Secret (in --operator-namespace) holding the self-managed webhook certificate; mount it at --webhook-cert-path.")
 	fs.StringVar(&w.serviceName, "webhook-service", "tollgate-webhook-service",
 		"Service (in --operator-namespace) in front of the webhook server; names the certificate's DNS names.")

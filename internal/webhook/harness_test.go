@@ -34,6 +34,7 @@ type harness struct {
 	env    *envtest.Environment
 	cfg    *rest.Config
 	client client.Client
+	mgr    ctrl.Manager
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -108,6 +109,7 @@ func (h *harness) startManager(logger logr.Logger) error {
 		return fmt.Errorf("creating a client: %w", err)
 	}
 	h.client = c
+	h.mgr = mgr
 	return nil
 }
 
