@@ -256,7 +256,7 @@ func (lr *loadRun) measure(ctx context.Context, srv *server, dur time.Duration) 
 			errors.Join(res.FirstError, errors.New("no error recorded")))
 	}
 	lr.rates = append(lr.rates, res.Rate()*float64(lr.perCall))
-	lr.cpu = append(lr.cpu, (cpuAfter - cpuBefore).Seconds()/wall.Seconds())
+	lr.cpu = append(lr.cpu, (cpuAfter-cpuBefore).Seconds()/wall.Seconds())
 	lr.p50 = append(lr.p50, float64(res.Latencies.Percentile(50)))
 	lr.p99 = append(lr.p99, float64(res.Latencies.Percentile(99)))
 	lr.p999 = append(lr.p999, float64(res.Latencies.Percentile(99.9)))
