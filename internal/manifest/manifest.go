@@ -260,10 +260,10 @@ func Documents(name string, data []byte) ([]Document, error) {
 	var docs []Document
 	var errs []error
 	for i, chunk := range splitYAML(data) {
-		src := Source{File: name, Document: i + 1, Line: chunk.line, Item: -1}
 		if isBlankYAML(chunk.data) {
 			continue
 		}
+		src := Source{File: name, Document: i + 1, Line: chunk.line + leadingBlankLines(chunk.data), Item: -1}
 		j, err := yaml.YAMLToJSONStrict(chunk.data)
 		if err != nil {
 			errs = append(errs, &Error{Source: src, Err: fmt.Errorf("invalid YAML: %w", err)})
@@ -353,6 +353,19 @@ func isMarker(l []byte, marker string) bool {
 	}
 	rest := l[len(marker):]
 	return len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t'
+}
+
+// leadingBlankLines counts the blank and comment lines before a document's content.
+func leadingBlankLines(data []byte) int {
+	n := 0
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		l = bytes.TrimSpace(l)
+		if len(l) > 0 && l[0] != '#' {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 // isBlankYAML reports whether a document holds only whitespace, comments and directives.

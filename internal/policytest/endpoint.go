@@ -64,7 +64,7 @@ type RequestError struct {
 
 // Error returns "request: field: message".
 func (e *RequestError) Error() string {
-	if e.Field != "" {
+	if e.Field != "" && !strings.HasPrefix(e.Message, e.Field+":") {
 		return fmt.Sprintf("invalid request: %s: %s", e.Field, e.Message)
 	}
 	return "invalid request: " + e.Message
