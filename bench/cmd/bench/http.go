@@ -44,21 +44,26 @@ type server struct {
 	exited chan error
 }
 
-// startServer builds bench/cmd/benchserver and runs it with GOMAXPROCS=1 on a free loopback port,
-// serving config/samples with the decision log on (written to the child's stdout, /dev/null).
-func startServer(ctx context.Context, cfg config, dir string) (*server, error) {
+// buildServer builds bench/cmd/benchserver into dir and returns the binary's path.
+func buildServer(ctx context.Context, root, dir string) (string, error) {
 	bin := filepath.Join(dir, "benchserver")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/cmd/benchserver")
-	build.Dir = cfg.root
+	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building benchserver: %w\n%s", err, out)
+		return "", fmt.Errorf("building benchserver: %w\n%s", err, out)
 	}
+	return bin, nil
+}
+
+// startServer runs the benchserver with GOMAXPROCS=1 on a free loopback port, serving
+// config/samples with the decision log on (written to the child's stdout, /dev/null).
+func startServer(ctx context.Context, cfg config) (*server, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
 	s := &server{addr: addr, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "-f", filepath.Join(cfg.root, "config", "samples"), "-addr", addr,
+	s.cmd = exec.Command(cfg.serverBin, "-f", filepath.Join(cfg.root, "config", "samples"), "-addr", addr,
 		"-max-lifetime", cfg.deadline.String())
 	s.cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	s.cmd.Stderr = s.stderr // Stdout stays nil: the decision log goes to /dev/null
@@ -134,12 +139,7 @@ type loadRun struct {
 
 // benchHTTP measures the decision endpoint over loopback HTTP.
 func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) {
-	dir, err := os.MkdirTemp("", "tollgate-bench-")
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating a temporary directory: %w", err)
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	srv, err := startServer(ctx, cfg, dir)
+	srv, err := startServer(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -24,7 +24,8 @@ import (
 
 // config is the command line.
 type config struct {
-	root     string        // repository root
+	root      string        // repository root
+	serverBin string        // the built bench/cmd/benchserver
 	runs     int           // repetitions of each run-level measurement
 	trials   int           // propagation trials of each kind
 	benchDur time.Duration // target duration of each testing.Benchmark
@@ -85,6 +86,14 @@ func run() error {
 	started := time.Now()
 	res := report.Results{Machine: sysinfo.Machine(), Started: started}
 	progress("machine: %s", res.Machine)
+	dir, err := os.MkdirTemp("", "tollgate-bench-")
+	if err != nil {
+		return fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if cfg.serverBin, err = buildServer(ctx, cfg.root, dir); err != nil {
+		return err
+	}
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
 		"http": benchHTTP, "engine": benchEngine, "scale": benchScale, "propagation": benchPropagation,
 	}
