@@ -68,10 +68,14 @@ verify: manifests generate ## Fail when generated files drift from the types.
 		echo "generated files are out of date; run 'make manifests generate' and commit:"; \
 		git status --porcelain -- api config; git --no-pager diff -- api config | head -50; exit 1; fi
 
+# BENCH_FLAGS are passed to the benchmark, e.g. BENCH_FLAGS="-readme README.md" to rewrite the README's
+# performance section, or "-runs 3 -only engine,http" (go run ./bench/cmd/bench -h lists them).
+BENCH_FLAGS ?=
+
 .PHONY: bench
 bench: ## Measure Tollgate end to end and print the table (bench/results.json).
 	@assets="$${KUBEBUILDER_ASSETS:-$$(hack/envtest.sh "$(ENVTEST_DIR)")}"; \
-	KUBEBUILDER_ASSETS="$$assets" go run ./bench/cmd/bench
+	KUBEBUILDER_ASSETS="$$assets" go run ./bench/cmd/bench $(BENCH_FLAGS)
 
 .PHONY: demo
 demo: ## Run the local demo on an embedded control plane.

@@ -26,14 +26,14 @@ import (
 type config struct {
 	root      string        // repository root
 	serverBin string        // the built bench/cmd/benchserver
-	runs     int           // repetitions of each run-level measurement
-	trials   int           // propagation trials of each kind
-	benchDur time.Duration // target duration of each testing.Benchmark
-	loadDur  time.Duration // duration of each HTTP load run
-	out      string        // results.json path
-	readme   string        // README to update ("" = leave it alone)
-	only     []string      // stages to run (empty = all)
-	deadline time.Duration // the whole run must end within this
+	runs      int           // repetitions of each run-level measurement
+	trials    int           // propagation trials of each kind
+	benchDur  time.Duration // target duration of each testing.Benchmark
+	loadDur   time.Duration // duration of each HTTP load run
+	out       string        // results.json path
+	readme    string        // README to update ("" = leave it alone)
+	only      []string      // stages to run (empty = all)
+	deadline  time.Duration // the whole run must end within this
 }
 
 // stages in the order they run (the HTTP stage first, while this process's heap is still small).
