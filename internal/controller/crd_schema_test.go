@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -169,15 +170,26 @@ var _ = Describe("CRD schema", func() {
 		Expect(k8sClient.Create(ctx, passport)).To(Succeed())
 
 		for _, next := range []string{"active", "suspended"} {
-			update := passport.DeepCopy()
-			Expect(unstructured.SetNestedField(update.Object, next, "spec", "status")).To(Succeed())
-			expectInvalid(k8sClient.Update(ctx, update), "spec.status")
+			// The controllers write status concurrently: retry on conflict so the answer is about validation.
+			expectInvalid(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				update := passport.DeepCopy()
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(update), update); err != nil {
+					return err
+				}
+				Expect(unstructured.SetNestedField(update.Object, next, "spec", "status")).To(Succeed())
+				return k8sClient.Update(ctx, update)
+			}), "spec.status")
 		}
 
 		By("a suspended passport may still be reactivated")
 		other := readSample("guardrails_v1alpha1_agentpassport_suspended.yaml", ns)
 		Expect(k8sClient.Create(ctx, other)).To(Succeed())
-		Expect(unstructured.SetNestedField(other.Object, "active", "spec", "status")).To(Succeed())
-		Expect(k8sClient.Update(ctx, other)).To(Succeed())
+		Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil {
+				return err
+			}
+			Expect(unstructured.SetNestedField(other.Object, "active", "spec", "status")).To(Succeed())
+			return k8sClient.Update(ctx, other)
+		})).To(Succeed())
 	})
 })

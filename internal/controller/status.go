@@ -32,6 +32,10 @@ type passportFacts struct {
 // passportStatus computes an AgentPassport's status from the object and facts, and how long until
 // the status changes on its own (expiry), 0 when it never does. It is pure: the previous status only
 // supplies condition transition times.
+//
+// Ready means "reconciled and enforced as declared": a suspended or revoked passport is Ready (reason
+// Suspended/Revoked) with Suspended=True, so GitOps health checks (kstatus) see it as Current. An
+// expired passport is Ready=False and Stalled=True (reason Expired): only a spec change revives it.
 func passportStatus(p *guardrailsv1alpha1.AgentPassport, f passportFacts) (guardrailsv1alpha1.AgentPassportStatus, time.Duration) {
 	gen := p.Generation
 	st := guardrailsv1alpha1.AgentPassportStatus{
@@ -91,8 +95,14 @@ func passportStatus(p *guardrailsv1alpha1.AgentPassport, f passportFacts) (guard
 		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionTrue, guardrailsv1alpha1.ReasonReconciled, "the passport is active and enforced")
 		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
-	default:
+	case st.Phase == guardrailsv1alpha1.PhaseExpired:
+		// The declared "active until expiresAt" can no longer hold: only a spec change helps.
 		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, reason, msg)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	default:
+		// Suspended and revoked are declared states, enforced as declared: Ready, with the reason.
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionTrue, reason, "enforced as declared: "+msg)
 		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
 		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,6 +22,10 @@ var (
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
+	// ctrls are the reconcilers of the manager the suite runs.
+	ctrls *Controllers
+	// mgrDone receives the manager's exit error.
+	mgrDone <-chan error
 )
 
 func TestControllers(t *testing.T) {
@@ -40,13 +45,20 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred(), "the control plane must start; this suite never skips")
 	Expect(cfg).NotTo(BeNil())
 
-	k8sClient, err = client.New(cfg, client.Options{Scheme: testEnv.Scheme})
+	k8sClient, err = client.New(fastConfig(cfg), client.Options{Scheme: testEnv.Scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	By("running the manager with every Tollgate reconciler")
+	ctrls, mgrDone, err = startControllers(ctx, cfg, testEnv.Scheme, DefaultBundleInterval)
 	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
 	By("stopping the control plane")
 	cancel()
+	if mgrDone != nil {
+		Eventually(mgrDone, 30*time.Second).Should(Receive(BeNil()), "the manager must shut down cleanly")
+	}
 	if testEnv != nil {
 		Expect(testEnv.Stop()).To(Succeed())
 	}
