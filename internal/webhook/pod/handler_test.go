@@ -174,6 +174,9 @@ func TestHandleKeepsUserEnvAndVolumes(t *testing.T) {
 	out, _ := admit(t, inj, raw)
 	got := decodePod(t, out)
 
+	if got.Spec.ServiceAccountName != DefaultServiceAccount {
+		t.Fatalf("serviceAccountName %q, want %q (a projected token needs one)", got.Spec.ServiceAccountName, DefaultServiceAccount)
+	}
 	if len(got.Spec.Volumes) != 1 || got.Spec.Volumes[0].EmptyDir == nil {
 		t.Fatalf("user volume replaced: %+v", got.Spec.Volumes)
 	}

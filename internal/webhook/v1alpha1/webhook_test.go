@@ -136,3 +136,24 @@ func TestPassportDefaulter(t *testing.T) {
 		t.Fatalf("defaults not written: %+v", p.Spec)
 	}
 }
+
+// BenchmarkValidatePolicy is the GuardrailPolicy validator's own cost (engine compile and warnings)
+// on a policy like the shell-safety sample, without decoding or transport.
+func BenchmarkValidatePolicy(b *testing.B) {
+	p := &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Name: "shell-safety"}, Spec: guardrailsv1alpha1.GuardrailPolicySpec{
+		Rules: []guardrailsv1alpha1.Rule{
+			{Name: "no-recursive-delete", Tools: []string{"bash"}, When: "has(input.command) && input.command.lowerAscii().contains('rm -rf')",
+				Action: guardrailsv1alpha1.ActionDeny, Code: "oap.blocked_pattern"},
+			{Name: "no-sudo", Tools: []string{"bash"}, When: `has(input.command) && input.command.matches('(^|[;&|\\s])sudo(\\s|$)')`,
+				Action: guardrailsv1alpha1.ActionDeny, Code: "oap.blocked_pattern"},
+			{Name: "read-only-tools", Tools: []string{"read_file", "ls", "grep", "web_search"}, Action: guardrailsv1alpha1.ActionAllow},
+		},
+	}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := (GuardrailPolicyValidator{}).ValidateCreate(ctx, p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
