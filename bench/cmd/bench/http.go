@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -155,12 +156,12 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 		return nil, nil, err
 	}
 	runs := []*loadRun{
-		{id: "decider.single.max", name: "2. Decider /v1/decide, maximum", req: single, perCall: 1},
-		{id: "decider.single.1000", name: "2. Decider /v1/decide at 1,000/s", req: single, perCall: 1, rate: 1000},
-		{id: "decider.single.5000", name: "2. Decider /v1/decide at 5,000/s", req: single, perCall: 1, rate: 5000},
-		{id: "decider.batch.max", name: "2. Decider /v1/decide:batch ×10, maximum", req: batched, perCall: batchSize},
-		{id: "decider.batch.1000", name: "2. Decider /v1/decide:batch ×10 at 1,000 decisions/s", req: batched, perCall: batchSize, rate: 1000},
-		{id: "decider.batch.5000", name: "2. Decider /v1/decide:batch ×10 at 5,000 decisions/s", req: batched, perCall: batchSize, rate: 5000},
+		{id: "decider.single.max", name: "2. Decider /v1/decide, max throughput", req: single, perCall: 1},
+		{id: "decider.single.1000", name: "2. Decider /v1/decide @ 1,000/s", req: single, perCall: 1, rate: 1000},
+		{id: "decider.single.5000", name: "2. Decider /v1/decide @ 5,000/s", req: single, perCall: 1, rate: 5000},
+		{id: "decider.batch.max", name: "2. Decider batch of 10, max throughput", req: batched, perCall: batchSize},
+		{id: "decider.batch.1000", name: "2. Decider batch of 10 @ 1,000 decisions/s", req: batched, perCall: batchSize, rate: 1000},
+		{id: "decider.batch.5000", name: "2. Decider batch of 10 @ 5,000 decisions/s", req: batched, perCall: batchSize, rate: 5000},
 	}
 	for i := range cfg.runs {
 		for _, lr := range runs {
@@ -179,7 +180,7 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 	rows := httpRows(runs, cfg.runs)
 	notes := []string{fmt.Sprintf("Decider: bench/cmd/benchserver (internal/decider serving config/samples, authentication off, decision log on to /dev/null) as a child process with GOMAXPROCS=1; "+
 		"a Go keep-alive load generator in the bench process on the other core, %d connections for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time); %s per run after %s warm-up. "+
-		"Request: bash `ls -la` for the sample passport coding-agent (2 CEL rules, a Modify rule's CEL condition and a DryRun policy evaluated).",
+		"Per server CPU-second = decisions ÷ the server's CPU time (utime+stime): the rate one fully used core would give. Request: bash `ls -la` for the sample passport coding-agent (2 CEL rules, a Modify rule's CEL condition and a DryRun policy evaluated).",
 		closedLoopConns, openLoopConns, cfg.loadDur, warmup)}
 	return rows, notes, nil
 }
@@ -272,7 +273,7 @@ func httpRows(runs []*loadRun, n int) []report.Row {
 		if lr.rate == 0 {
 			r := report.Row{ID: lr.id + ".decisions_per_second", Name: lr.name, Unit: report.UnitPerSecond,
 				Summary: stats.Summarize(lr.rates), Over: over,
-				Note: fmt.Sprintf("server CPU %.0f%% of a core, p99 %s", cpu.Median*100, report.FormatValue(stats.Summarize(lr.p99).Median, report.UnitNanos))}
+				Note: fmt.Sprintf("server CPU %.0f%%", cpu.Median*100)}
 			if lr.perCall == 1 {
 				r = r.WithTarget(report.Target{Op: report.AtLeast, Value: targetDecisionsPerSec})
 			}
@@ -281,9 +282,9 @@ func httpRows(runs []*loadRun, n int) []report.Row {
 			for i := range lr.rates {
 				perCPU[i] = lr.rates[i] / max(lr.cpu[i], 1e-9)
 			}
-			rows = append(rows, report.Row{ID: lr.id + ".decisions_per_server_cpu_second", Name: lr.name + ", per server CPU-second",
+			rows = append(rows, report.Row{ID: lr.id + ".decisions_per_server_cpu_second", Name: strings.Replace(lr.name, "max throughput", "per server CPU-second", 1),
 				Unit: report.UnitPerSecond, Summary: stats.Summarize(perCPU), Over: over,
-				Note: "throughput a fully used core would give"})
+			})
 			continue
 		}
 		for _, p := range []struct {
