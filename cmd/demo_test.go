@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// runDemoBin runs `tollgate demo` with a deadline. The demo needs the envtest control plane
+// (KUBEBUILDER_ASSETS or bin/k8s, built when missing): these tests fail, never skip, without it.
+func runDemoBin(t *testing.T, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tollgateBin, append([]string{"demo"}, args...)...)
+	cmd.Dir = repoRoot
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := result{stdout: stdout.String(), stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		res.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("running tollgate demo: %v", err)
+	}
+	return res
+}
+
+func TestDemoOnce(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	res := runDemoBin(t, "--once", "--addr", "127.0.0.1:0", "--kubeconfig", kubeconfig)
+	t.Logf("demo output:\n%s", res.stdout)
+	if res.code != 0 {
+		t.Fatalf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
+	}
+	for _, want := range []string{
+		"guardrailpolicy.guardrails.tollgate.dev/git-no-pager created",
+		"$ kubectl get gp,ap",
+		"agentpassport.guardrails.tollgate.dev/coding-agent     Active",
+		"decision: ALLOW  oap.allowed",
+		"decision: DENY  oap.blocked_pattern",
+		"decision: MODIFY",
+		`modified_input: {"command":"git --no-pager log -3"}`,
+		"decision: DENY  oap.passport_suspended",
+		"export KUBECONFIG=" + kubeconfig,
+		"curl -s http://127.0.0.1:",
+		"Demo script finished",
+	} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+	m := regexp.MustCompile(`denied coding-agent \(oap.passport_suspended\) (\S+) after the patch`).FindStringSubmatch(res.stdout)
+	if m == nil {
+		t.Fatal("demo output lacks the measured kill-switch time")
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d <= 0 || d > time.Minute {
+		t.Errorf("kill-switch time %q is not a plausible duration", m[1])
+	}
+	data, err := os.ReadFile(kubeconfig)
+	if err != nil || !strings.Contains(string(data), "client-certificate-data") {
+		t.Errorf("kubeconfig not written: %v", err)
+	}
+	if strings.Contains(res.stderr, "stopping the control plane") {
+		t.Errorf("the control plane did not stop cleanly:\n%s", res.stderr)
+	}
+}
+
+func TestDemoFailingStepExitsNonZero(t *testing.T) {
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"unexpected argument", []string{"now"}, 2, "unexpected arguments"},
+		{"missing samples", []string{"--once", "--addr", "127.0.0.1:0", "--samples", "/nonexistent/samples"}, 1,
+			"tollgate demo: applying the samples: manifest path: stat /nonexistent/samples"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := runDemoBin(t, tt.args...)
+			if res.code != tt.wantCode || !strings.Contains(res.stderr, tt.want) {
+				t.Errorf("exit %d (want %d), stderr:\n%s\nwant %q", res.code, tt.wantCode, res.stderr, tt.want)
+			}
+		})
+	}
+}
