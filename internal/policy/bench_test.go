@@ -61,3 +61,16 @@ func BenchmarkCompileLarge(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "heap-MiB")
 }
+
+// BenchmarkCompilePolicy is what the admission webhook pays to validate one realistic policy.
+func BenchmarkCompilePolicy(b *testing.B) {
+	spec := policytest.Sample().Policies[0].Spec
+	if fe := policy.CompilePolicy(spec); len(fe) > 0 {
+		b.Fatal(fe)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		policy.CompilePolicy(spec)
+		policy.PolicyWarnings(spec)
+	}
+}

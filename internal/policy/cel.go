@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -27,6 +28,10 @@ const (
 	varLimits   = "limits"
 	varRequest  = "request"
 )
+
+// baseCELEnv is the environment every expression is checked against, built once: a cel.Env is
+// immutable and safe for concurrent use, and building one costs far more than compiling a rule.
+var baseCELEnv = sync.OnceValues(newCELEnv)
 
 // newCELEnv builds the environment every expression is checked against.
 func newCELEnv() (*cel.Env, error) {
@@ -63,7 +68,7 @@ type celResult struct {
 }
 
 func newCELCompiler() (*celCompiler, error) {
-	env, err := newCELEnv()
+	env, err := baseCELEnv()
 	if err != nil {
 		return nil, err
 	}

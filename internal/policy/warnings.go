@@ -10,7 +10,7 @@ import (
 // an earlier rule without `when` whose tools cover theirs. The admission webhook returns them as
 // warnings.
 func PolicyWarnings(p PolicySpec) []string {
-	env, err := newCELEnv()
+	env, err := baseCELEnv()
 	if err != nil {
 		return []string{err.Error()}
 	}
