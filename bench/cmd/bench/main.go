@@ -36,8 +36,12 @@ type config struct {
 	deadline  time.Duration // the whole run must end within this
 }
 
-// stages in the order they run (the HTTP stage first, while this process's heap is still small).
+// stageNames are the stages in the order they run: the HTTP stage first, while this process's heap
+// is still small.
 var stageNames = []string{"http", "engine", "scale", "propagation"}
+
+// tableOrder is the order of the stages' rows in the table (the numbering).
+var tableOrder = []string{"engine", "http", "propagation", "scale"}
 
 func main() {
 	if err := run(); err != nil {
@@ -97,6 +101,7 @@ func run() error {
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
 		"http": benchHTTP, "engine": benchEngine, "scale": benchScale, "propagation": benchPropagation,
 	}
+	stageRows, stageNotes := map[string][]report.Row{}, map[string][]string{}
 	for _, name := range stageNames {
 		if len(cfg.only) > 0 && !slices.Contains(cfg.only, name) {
 			continue
@@ -107,10 +112,13 @@ func run() error {
 		if err != nil {
 			return fmt.Errorf("stage %s: %w", name, err)
 		}
-		res.Rows = append(res.Rows, rows...)
-		res.Notes = append(res.Notes, notes...)
+		stageRows[name], stageNotes[name] = rows, notes
 		progress("stage %s: done in %s", name, time.Since(t).Round(time.Second))
 		runtime.GC()
+	}
+	for _, name := range tableOrder {
+		res.Rows = append(res.Rows, stageRows[name]...)
+		res.Notes = append(res.Notes, stageNotes[name]...)
 	}
 	res.Notes = append(res.Notes, "Absolute numbers depend on the machine and on what else runs on it; compare figures from one machine only.")
 	res.Duration = time.Since(started).Round(time.Second).String()
