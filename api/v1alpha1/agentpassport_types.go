@@ -202,7 +202,3 @@ type AgentPassportList struct {
 	// items are the passports.
 	Items []AgentPassport `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&AgentPassport{}, &AgentPassportList{})
-}

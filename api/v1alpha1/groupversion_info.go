@@ -4,8 +4,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -13,8 +14,17 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "guardrails.tollgate.dev", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the Tollgate kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the Tollgate kinds to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&GuardrailPolicy{}, &GuardrailPolicyList{},
+		&AgentPassport{}, &AgentPassportList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

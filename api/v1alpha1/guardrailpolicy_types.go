@@ -434,7 +434,3 @@ type GuardrailPolicyList struct {
 	// items are the policies.
 	Items []GuardrailPolicy `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&GuardrailPolicy{}, &GuardrailPolicyList{})
-}
