@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"sort"
 	"strings"
 	"time"
 )
@@ -104,9 +103,4 @@ type CompileError struct {
 // Error summarises the problems.
 func (e *CompileError) Error() string {
 	return "compile bundle: " + e.Errors.Error()
-}
-
-// sortFieldErrors orders errors by path, keeping insertion order for equal paths.
-func sortFieldErrors(fe FieldErrors) {
-	sort.SliceStable(fe, func(i, j int) bool { return fe[i].Path < fe[j].Path })
 }

@@ -70,7 +70,9 @@ func BenchmarkCompilePolicy(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		policy.CompilePolicy(spec)
+		if fe := policy.CompilePolicy(spec); len(fe) > 0 {
+			b.Fatal(fe)
+		}
 		policy.PolicyWarnings(spec)
 	}
 }

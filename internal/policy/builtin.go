@@ -2,6 +2,9 @@ package policy
 
 import "regexp"
 
+// RiskTypePromptInjection is the risk type of input patterns that do not name one.
+const RiskTypePromptInjection = "prompt_injection"
+
 // Capability ids with built-in meaning.
 const (
 	// CapCommandExecute is the capability whose passport limits allowed_commands and blocked_patterns
@@ -100,19 +103,19 @@ var riskConfidence = [...]float64{0, 0.5, 0.7, 0.85, 0.95}
 // DefaultInputPatterns are the built-in prompt-injection patterns screened by pre_llm_call
 // (matched case-insensitively), unless a policy sets disableDefaultPatterns.
 var DefaultInputPatterns = []InputPattern{
-	{Name: "ignore-previous-instructions", RiskLevel: RiskCritical, RiskType: "prompt_injection",
+	{Name: "ignore-previous-instructions", RiskLevel: RiskCritical, RiskType: RiskTypePromptInjection,
 		Pattern: `\b(ignore|disregard|forget|override|bypass)\b[^.\n]{0,40}\b(previous|prior|above|earlier|preceding|all|any|your|the)\b[^.\n]{0,40}\b(instructions?|prompts?|rules|directions|guidelines|guardrails|constraints)\b`},
-	{Name: "you-are-now", RiskLevel: RiskHigh, RiskType: "prompt_injection",
+	{Name: "you-are-now", RiskLevel: RiskHigh, RiskType: RiskTypePromptInjection,
 		Pattern: `\byou\s+are\s+now\s+(a|an|the|in|my|no\s+longer)\b`},
-	{Name: "pretend-to-be", RiskLevel: RiskHigh, RiskType: "prompt_injection",
+	{Name: "pretend-to-be", RiskLevel: RiskHigh, RiskType: RiskTypePromptInjection,
 		Pattern: `\b(pretend|act)\s+(to\s+be|as\s+if\s+you\s+(are|were)|like\s+you\s+(are|were))\b`},
 	{Name: "reveal-system-prompt", RiskLevel: RiskHigh, RiskType: "prompt_leak",
 		Pattern: `\b(reveal|show|print|repeat|output|display|tell\s+me|leak|dump)\b[^.\n]{0,30}\b(your|the)\s+(system\s+prompt|initial\s+instructions|hidden\s+instructions|system\s+message|instructions\s+above)\b`},
 	{Name: "jailbreak-mode", RiskLevel: RiskHigh, RiskType: "jailbreak",
 		Pattern: `\b(developer\s+mode|jailbreak(ed)?|do\s+anything\s+now|DAN\s+mode|no\s+(restrictions|limitations|filters)\s+mode)\b`},
-	{Name: "new-instructions", RiskLevel: RiskMedium, RiskType: "prompt_injection",
+	{Name: "new-instructions", RiskLevel: RiskMedium, RiskType: RiskTypePromptInjection,
 		Pattern: `\b(new|updated|real)\s+(system\s+)?instructions\s*:`},
-	{Name: "fake-system-tag", RiskLevel: RiskMedium, RiskType: "prompt_injection",
+	{Name: "fake-system-tag", RiskLevel: RiskMedium, RiskType: RiskTypePromptInjection,
 		Pattern: `(<\|?\s*(system|im_start)\s*\|?>|\[\s*(system|INST)\s*\]|###\s*system\s*:)`},
 }
 

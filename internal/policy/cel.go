@@ -302,7 +302,7 @@ func celToNative(v ref.Val) (any, error) {
 	case types.Timestamp:
 		return t.Time.UTC().Format(time.RFC3339Nano), nil
 	case types.Duration:
-		return t.Duration.String(), nil
+		return t.String(), nil
 	}
 	if types.IsError(v) {
 		return nil, fmt.Errorf("evaluation error: %v", v)

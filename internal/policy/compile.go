@@ -116,6 +116,20 @@ func CompilePolicy(p PolicySpec) FieldErrors {
 // compilePolicy validates and compiles spec; errors have paths relative to the object ("spec.…").
 func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*cPolicy, FieldErrors) {
 	var e errs
+	cp := compileSettings(&e, namespace, name, spec)
+	cp.compileToolCaps(&e, spec)
+	cp.compileRules(&e, cc, spec)
+	cp.compileRequires(&e, cc, spec)
+	cp.compileRateLimits(&e, namespace, name, spec)
+	cp.compileInputGuards(&e, spec.InputGuards)
+	cp.compileResponseGuards(&e, spec.ResponseGuards)
+	cp.compileEvaluator(&e, spec.ExternalEvaluator)
+	return cp, e.list
+}
+
+// compileSettings reads the policy-wide settings: id, enforcement, failure policy, default
+// action, priority and passport selector.
+func compileSettings(e *errs, namespace, name string, spec PolicySpec) *cPolicy {
 	cp := &cPolicy{name: name, priority: spec.Priority, threshold: levelHigh, useDefaults: true}
 	cp.id = spec.PolicyID
 	if cp.id == "" {
@@ -163,7 +177,11 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 			cp.selector = sel
 		}
 	}
+	return cp
+}
 
+// compileToolCaps reads the toolCapabilities overrides.
+func (cp *cPolicy) compileToolCaps(e *errs, spec PolicySpec) {
 	seenTool := map[string]bool{}
 	for i, tc := range spec.ToolCapabilities {
 		base := fmt.Sprintf("spec.toolCapabilities[%d]", i)
@@ -177,90 +195,100 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 		e.pattern(base+".capability", tc.Capability, reCapabilityID, 128)
 		cp.toolCaps = append(cp.toolCaps, cToolCap{glob: compileGlob(tc.Tool), cap: tc.Capability})
 	}
+}
 
+// compileRules compiles the ordered rules and indexes them by tool name.
+func (cp *cPolicy) compileRules(e *errs, cc *celCompiler, spec PolicySpec) {
 	if len(spec.Rules) > 256 {
 		e.add("spec.rules", "at most 256 rules are allowed")
 	}
 	seen := map[string]bool{}
 	for i, r := range spec.Rules {
-		base := fmt.Sprintf("spec.rules[%d]", i)
-		validateName(&e, base+".name", r.Name, seen)
-		validateTools(&e, base+".tools", r.Tools, true)
-		cr := cRule{name: r.Name, ref: cp.id + "#" + r.Name, tools: compileToolSet(r.Tools, false),
-			code: r.Code, message: r.Message}
-		switch r.Action {
-		case ActionAllow:
-			cr.action = actAllow
-		case ActionDeny:
-			cr.action = actDeny
-		case ActionModify:
-			cr.action = actModify
-		case "":
-			e.add(base+".action", "required")
-		default:
-			e.enum(base+".action", r.Action, []string{ActionAllow, ActionDeny, ActionModify})
-		}
-		if r.When != "" {
-			prg, msg := cc.compile(r.When, true)
-			if msg != "" {
-				e.add(base+".when", "%s", msg)
-			}
-			cr.when = prg
-		}
-		if r.Code != "" {
-			e.pattern(base+".code", r.Code, reReasonCode, 64)
-			if r.Action != ActionDeny {
-				e.add(base+".code", "code is only meaningful with action Deny")
-			}
-		}
-		if len(r.Message) > 1024 {
-			e.add(base+".message", "must be at most 1024 characters")
-		}
-		switch {
-		case r.Action == ActionModify && r.Modify == nil:
-			e.add(base+".modify", "required with action Modify")
-		case r.Action != ActionModify && r.Modify != nil:
-			e.add(base+".modify", "only allowed with action Modify")
-		case r.Modify != nil:
-			if len(r.Modify.Set) == 0 && len(r.Modify.Remove) == 0 {
-				e.add(base+".modify", "must set or remove at least one field")
-			}
-			seenPath := map[string]bool{}
-			for j, f := range r.Modify.Set {
-				fp := fmt.Sprintf("%s.modify.set[%d]", base, j)
-				e.pattern(fp+".path", f.Path, reFieldPath, 256)
-				if seenPath[f.Path] {
-					e.add(fp+".path", "duplicate path %q", f.Path)
-				}
-				seenPath[f.Path] = true
-				prg, msg := cc.compile(f.Value, false)
-				if msg != "" {
-					e.add(fp+".value", "%s", msg)
-				}
-				cr.sets = append(cr.sets, cSet{path: strings.Split(f.Path, "."), prg: prg})
-			}
-			for j, rm := range r.Modify.Remove {
-				e.pattern(fmt.Sprintf("%s.modify.remove[%d]", base, j), rm, reFieldPath, 256)
-				cr.removes = append(cr.removes, strings.Split(rm, "."))
-			}
-		}
-		if cr.action == actDeny {
-			if cr.code == "" {
-				cr.code = CodePolicyDenied
-			}
-			if cr.message == "" {
-				cr.message = "denied by rule " + r.Name + " of policy " + cp.id
-			}
-		}
-		cp.rules = append(cp.rules, cr)
+		cp.rules = append(cp.rules, cp.compileRule(e, cc, fmt.Sprintf("spec.rules[%d]", i), r, seen))
 	}
 	cp.indexRules()
+}
 
-	seen = map[string]bool{}
+// compileRule validates and compiles spec.rules[i] (base is its path).
+func (cp *cPolicy) compileRule(e *errs, cc *celCompiler, base string, r Rule, seen map[string]bool) cRule {
+	validateName(e, base+".name", r.Name, seen)
+	validateTools(e, base+".tools", r.Tools, true)
+	cr := cRule{name: r.Name, ref: cp.id + "#" + r.Name, tools: compileToolSet(r.Tools, false),
+		code: r.Code, message: r.Message}
+	switch r.Action {
+	case ActionAllow:
+		cr.action = actAllow
+	case ActionDeny:
+		cr.action = actDeny
+	case ActionModify:
+		cr.action = actModify
+	case "":
+		e.add(base+".action", "required")
+	default:
+		e.enum(base+".action", r.Action, []string{ActionAllow, ActionDeny, ActionModify})
+	}
+	if r.When != "" {
+		prg, msg := cc.compile(r.When, true)
+		if msg != "" {
+			e.add(base+".when", "%s", msg)
+		}
+		cr.when = prg
+	}
+	if r.Code != "" {
+		e.pattern(base+".code", r.Code, reReasonCode, 64)
+		if r.Action != ActionDeny {
+			e.add(base+".code", "code is only meaningful with action Deny")
+		}
+	}
+	if len(r.Message) > 1024 {
+		e.add(base+".message", "must be at most 1024 characters")
+	}
+	switch {
+	case r.Action == ActionModify && r.Modify == nil:
+		e.add(base+".modify", "required with action Modify")
+	case r.Action != ActionModify && r.Modify != nil:
+		e.add(base+".modify", "only allowed with action Modify")
+	case r.Modify != nil:
+		if len(r.Modify.Set) == 0 && len(r.Modify.Remove) == 0 {
+			e.add(base+".modify", "must set or remove at least one field")
+		}
+		seenPath := map[string]bool{}
+		for j, f := range r.Modify.Set {
+			fp := fmt.Sprintf("%s.modify.set[%d]", base, j)
+			e.pattern(fp+".path", f.Path, reFieldPath, 256)
+			if seenPath[f.Path] {
+				e.add(fp+".path", "duplicate path %q", f.Path)
+			}
+			seenPath[f.Path] = true
+			prg, msg := cc.compile(f.Value, false)
+			if msg != "" {
+				e.add(fp+".value", "%s", msg)
+			}
+			cr.sets = append(cr.sets, cSet{path: strings.Split(f.Path, "."), prg: prg})
+		}
+		for j, rm := range r.Modify.Remove {
+			e.pattern(fmt.Sprintf("%s.modify.remove[%d]", base, j), rm, reFieldPath, 256)
+			cr.removes = append(cr.removes, strings.Split(rm, "."))
+		}
+	}
+	if cr.action == actDeny {
+		if cr.code == "" {
+			cr.code = CodePolicyDenied
+		}
+		if cr.message == "" {
+			cr.message = "denied by rule " + r.Name + " of policy " + cp.id
+		}
+	}
+	return cr
+}
+
+// compileRequires compiles the requirements.
+func (cp *cPolicy) compileRequires(e *errs, cc *celCompiler, spec PolicySpec) {
+	seen := map[string]bool{}
 	for i, r := range spec.Requires {
 		base := fmt.Sprintf("spec.requires[%d]", i)
-		validateName(&e, base+".name", r.Name, seen)
-		validateTools(&e, base+".tools", r.Tools, false)
+		validateName(e, base+".name", r.Name, seen)
+		validateTools(e, base+".tools", r.Tools, false)
 		prg, msg := cc.compile(r.Expression, true)
 		if msg != "" {
 			e.add(base+".expression", "%s", msg)
@@ -277,12 +305,15 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 		cp.requires = append(cp.requires, cRequire{name: r.Name, ref: cp.id + "#" + r.Name,
 			tools: compileToolSet(r.Tools, true), prg: prg, code: r.Code, message: msgText})
 	}
+}
 
-	seen = map[string]bool{}
+// compileRateLimits reads the rate limits; counters are keyed by namespace, policy and limit.
+func (cp *cPolicy) compileRateLimits(e *errs, namespace, name string, spec PolicySpec) {
+	seen := map[string]bool{}
 	for i, r := range spec.RateLimits {
 		base := fmt.Sprintf("spec.rateLimits[%d]", i)
-		validateName(&e, base+".name", r.Name, seen)
-		validateTools(&e, base+".tools", r.Tools, false)
+		validateName(e, base+".name", r.Name, seen)
+		validateTools(e, base+".tools", r.Tools, false)
 		if r.Limit < 1 || r.Limit > 1_000_000 {
 			e.add(base+".limit", "must be between 1 and 1000000")
 		}
@@ -304,54 +335,62 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 			limit: int64(r.Limit), window: w, thread: thread,
 			msg: fmt.Sprintf("rate limit %s of policy %s exceeded: %d calls per %s", r.Name, cp.id, r.Limit, r.Window)})
 	}
+}
 
-	if g := spec.InputGuards; g != nil {
-		if g.BlockThreshold != "" {
-			lvl, ok := parseRiskLevel(g.BlockThreshold)
-			if !ok {
-				e.enum("spec.inputGuards.blockThreshold", g.BlockThreshold, riskLevelNames[:])
-			}
-			cp.threshold = lvl
+// compileInputGuards compiles the pre_llm_call prompt-injection patterns.
+func (cp *cPolicy) compileInputGuards(e *errs, g *InputGuards) {
+	if g == nil {
+		return
+	}
+	if g.BlockThreshold != "" {
+		lvl, ok := parseRiskLevel(g.BlockThreshold)
+		if !ok {
+			e.enum("spec.inputGuards.blockThreshold", g.BlockThreshold, riskLevelNames[:])
 		}
-		cp.useDefaults = !g.DisableDefaultPatterns
-		seen = map[string]bool{}
-		for i, p := range g.Patterns {
-			base := fmt.Sprintf("spec.inputGuards.patterns[%d]", i)
-			if p.Name == "" {
-				e.add(base+".name", "required")
-			} else if seen[p.Name] {
-				e.add(base+".name", "duplicate name %q", p.Name)
+		cp.threshold = lvl
+	}
+	cp.useDefaults = !g.DisableDefaultPatterns
+	seen := map[string]bool{}
+	for i, p := range g.Patterns {
+		base := fmt.Sprintf("spec.inputGuards.patterns[%d]", i)
+		if p.Name == "" {
+			e.add(base+".name", "required")
+		} else if seen[p.Name] {
+			e.add(base+".name", "duplicate name %q", p.Name)
+		}
+		seen[p.Name] = true
+		_, err := regexp.Compile(p.Pattern)
+		var re *regexp.Regexp
+		if err == nil {
+			re, err = regexp.Compile(`(?i)` + p.Pattern)
+		}
+		if p.Pattern == "" {
+			e.add(base+".pattern", "required")
+		} else if err != nil {
+			e.add(base+".pattern", "invalid regular expression: %v", err)
+		}
+		lvl, ok := parseRiskLevel(p.RiskLevel)
+		if !ok {
+			if p.RiskLevel == "" {
+				e.add(base+".riskLevel", "required")
+			} else {
+				e.enum(base+".riskLevel", p.RiskLevel, riskLevelNames[:])
 			}
-			seen[p.Name] = true
-			_, err := regexp.Compile(p.Pattern)
-			var re *regexp.Regexp
-			if err == nil {
-				re, err = regexp.Compile(`(?i)` + p.Pattern)
-			}
-			if p.Pattern == "" {
-				e.add(base+".pattern", "required")
-			} else if err != nil {
-				e.add(base+".pattern", "invalid regular expression: %v", err)
-			}
-			lvl, ok := parseRiskLevel(p.RiskLevel)
-			if !ok {
-				if p.RiskLevel == "" {
-					e.add(base+".riskLevel", "required")
-				} else {
-					e.enum(base+".riskLevel", p.RiskLevel, riskLevelNames[:])
-				}
-			}
-			rt := p.RiskType
-			if rt == "" {
-				rt = "prompt_injection"
-			}
-			if err == nil && ok && p.Pattern != "" {
-				cp.patterns = append(cp.patterns, cPattern{name: p.Name, re: re, level: lvl, riskType: rt, defaultIndex: -1})
-			}
+		}
+		rt := p.RiskType
+		if rt == "" {
+			rt = RiskTypePromptInjection
+		}
+		if err == nil && ok && p.Pattern != "" {
+			cp.patterns = append(cp.patterns, cPattern{name: p.Name, re: re, level: lvl, riskType: rt, defaultIndex: -1})
 		}
 	}
+}
+
+// compileResponseGuards reads the post_llm_call safety finish reasons.
+func (cp *cPolicy) compileResponseGuards(e *errs, g *ResponseGuards) {
 	cp.safety = DefaultSafetyFinishReasons
-	if g := spec.ResponseGuards; g != nil && len(g.SafetyFinishReasons) > 0 {
+	if g != nil && len(g.SafetyFinishReasons) > 0 {
 		for i, r := range g.SafetyFinishReasons {
 			p := fmt.Sprintf("spec.responseGuards.safetyFinishReasons[%d]", i)
 			if r == "" {
@@ -363,21 +402,25 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 		}
 		cp.safety = g.SafetyFinishReasons
 	}
-	if ev := spec.ExternalEvaluator; ev != nil {
-		validateURL(&e, "spec.externalEvaluator.url", ev.URL)
-		cp.evalTimeout = DefaultEvaluatorTimeout
-		if ev.Timeout != "" {
-			d, err := parsePositiveDuration(ev.Timeout)
-			if err != nil {
-				e.add("spec.externalEvaluator.timeout", "%v", err)
-			} else {
-				cp.evalTimeout = d
-			}
-		}
-		spec := *ev
-		cp.evalSpec = &spec
+}
+
+// compileEvaluator reads the external evaluator.
+func (cp *cPolicy) compileEvaluator(e *errs, ev *ExternalEvaluatorSpec) {
+	if ev == nil {
+		return
 	}
-	return cp, e.list
+	validateURL(e, "spec.externalEvaluator.url", ev.URL)
+	cp.evalTimeout = DefaultEvaluatorTimeout
+	if ev.Timeout != "" {
+		d, err := parsePositiveDuration(ev.Timeout)
+		if err != nil {
+			e.add("spec.externalEvaluator.timeout", "%v", err)
+		} else {
+			cp.evalTimeout = d
+		}
+	}
+	copied := *ev
+	cp.evalSpec = &copied
 }
 
 // indexRules builds the exact-tool-name index and the wildcard fallback list.

@@ -241,13 +241,35 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 		return deny(d, CodePolicyDenied, "policy "+req.PolicyID+" does not apply to passport "+p.src.Name, req.PolicyID)
 	}
 	// Rate limits count only calls that the policies let through.
+	if out, limited := s.takeRateLimits(&d, set, p, req, now); limited {
+		return deny(d, out.code, out.msg, out.ref)
+	}
+	if modified {
+		d = allow(d, "input modified by "+modRef, modRef)
+		d.Decision = DecisionModify
+		d.ModifiedInput = input
+		return d
+	}
+	if allowRef == "" {
+		allowRef = firstRef
+	}
+	if allowMsg == "" {
+		allowMsg = "allowed"
+	}
+	return allow(d, allowMsg, allowRef)
+}
+
+// takeRateLimits counts the call against every rate limit of the applicable policies that covers
+// its tool. It reports the first exceeded limit of an enforcing policy; limits of DryRun and Warn
+// policies are recorded in d instead.
+func (s *Snapshot) takeRateLimits(d *Decision, set *policySet, p *cPassport, req *Request, now time.Time) (outcome, bool) {
 	for _, pol := range set.policies {
 		if len(pol.rateLimits) == 0 || !applies(pol, req) {
 			continue
 		}
 		for i := range pol.rateLimits {
 			rl := &pol.rateLimits[i]
-			if !rl.tools.match(tool) {
+			if !rl.tools.match(req.ToolName) {
 				continue
 			}
 			subject := p.src.Name
@@ -264,25 +286,13 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 			}
 			out := outcome{kind: outDeny, code: CodeRateLimitExceeded, ref: rl.ref, msg: rl.msg}
 			if pol.enforcement != enfEnforce {
-				record(&d, pol.enforcement, out)
+				record(d, pol.enforcement, out)
 				continue
 			}
-			return deny(d, out.code, out.msg, out.ref)
+			return out, true
 		}
 	}
-	if modified {
-		d = allow(d, "input modified by "+modRef, modRef)
-		d.Decision = DecisionModify
-		d.ModifiedInput = input
-		return d
-	}
-	if allowRef == "" {
-		allowRef = firstRef
-	}
-	if allowMsg == "" {
-		allowMsg = "allowed"
-	}
-	return allow(d, allowMsg, allowRef)
+	return outcome{}, false
 }
 
 // evalTool evaluates one policy for a tool call: requires, then the first matching rule, then the

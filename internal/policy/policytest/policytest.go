@@ -11,6 +11,9 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
+// teamLabel is the passport label the generated policies select on.
+const teamLabel = "team"
+
 // Namespace is the namespace of generated bundles.
 const Namespace = "agents"
 
@@ -92,7 +95,7 @@ func OnePolicyBundle(rules []policy.Rule) policy.Bundle {
 	return policy.Bundle{
 		Version:   policy.BundleVersion,
 		Namespace: Namespace,
-		Passports: []policy.Passport{Passport("agent", map[string]string{"team": "team-0"})},
+		Passports: []policy.Passport{Passport("agent", map[string]string{teamLabel: "team-0"})},
 		Policies: []policy.Policy{{Name: "bench", Namespace: Namespace, Generation: 1, Spec: policy.PolicySpec{
 			PolicyID: "bench.v1", ToolCapabilities: toolCaps, Rules: rules,
 		}}},
@@ -108,7 +111,7 @@ func LargeBundle(passports, policies int) policy.Bundle {
 		Passports: make([]policy.Passport, 0, passports), Policies: make([]policy.Policy, 0, policies)}
 	for i := range passports {
 		b.Passports = append(b.Passports, Passport("agent-"+strconv.Itoa(i),
-			map[string]string{"team": "team-" + strconv.Itoa(i%teams), "tier": "standard"}))
+			map[string]string{teamLabel: "team-" + strconv.Itoa(i%teams), "tier": "standard"}))
 	}
 	for j := range policies {
 		rules := NameRules(100)
@@ -120,7 +123,7 @@ func LargeBundle(passports, policies int) policy.Bundle {
 			Spec: policy.PolicySpec{
 				PolicyID:         "generated.policy-" + strconv.Itoa(j),
 				Priority:         int32(j % 7),
-				PassportSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "team-" + strconv.Itoa(j%teams)}},
+				PassportSelector: &metav1.LabelSelector{MatchLabels: map[string]string{teamLabel: "team-" + strconv.Itoa(j%teams)}},
 				ToolCapabilities: toolCaps,
 				Rules:            rules,
 			}})
@@ -144,8 +147,8 @@ func ToolRequest(passport, tool string) policy.Request {
 // system.command.execute.v1) that denies force pushes, allows git, rewrites web_fetch timeouts,
 // limits web_fetch to 30 calls a minute per thread and guards LLM input and responses.
 func Sample() policy.Bundle {
-	coder := Passport("coder", map[string]string{"team": "dev"})
-	suspended := Passport("suspended", map[string]string{"team": "dev"})
+	coder := Passport("coder", map[string]string{teamLabel: "dev"})
+	suspended := Passport("suspended", map[string]string{teamLabel: "dev"})
 	suspended.Spec.Status = policy.StatusSuspended
 	return policy.Bundle{
 		Version:   policy.BundleVersion,
@@ -153,7 +156,7 @@ func Sample() policy.Bundle {
 		Passports: []policy.Passport{coder, suspended},
 		Policies: []policy.Policy{{Name: "shell-safety", Namespace: Namespace, Generation: 1, Spec: policy.PolicySpec{
 			PolicyID:         "system.command.execute.v1",
-			PassportSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "dev"}},
+			PassportSelector: &metav1.LabelSelector{MatchLabels: map[string]string{teamLabel: "dev"}},
 			Rules: []policy.Rule{
 				{Name: "deny-force-push", Tools: []string{"bash"}, When: `has(input.command) && input.command.contains("push --force")`,
 					Action: policy.ActionDeny, Code: "oap.policy_denied", Message: "force pushes are not allowed"},
