@@ -2,7 +2,6 @@ package decider
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"sync"
 	"sync/atomic"
@@ -106,22 +105,33 @@ func (l *DecisionLog) Written() uint64 { return l.written.Load() }
 
 func (l *DecisionLog) run() {
 	defer close(l.done)
-	enc := json.NewEncoder(l.out)
-	enc.SetEscapeHTML(false)
+	// Lines are buffered and flushed when the buffer fills or every flushInterval, so a busy
+	// endpoint does not pay a write system call per decision.
+	tick := time.NewTicker(flushInterval)
+	defer tick.Stop()
+	var line []byte
+	dirty := false
 	write := func(rec *LogRecord) {
-		if err := enc.Encode(rec); err != nil {
+		var err error
+		line, err = appendLogRecord(line[:0], rec)
+		if err == nil {
+			_, err = l.out.Write(line)
+		}
+		if err != nil {
 			l.dropped.Add(1)
 			return
 		}
 		l.written.Add(1)
+		dirty = true
 	}
 	for {
 		select {
 		case rec := <-l.ch:
 			write(rec)
-			// Flush when the queue is drained, so lines appear promptly without a write per record.
-			if len(l.ch) == 0 {
+		case <-tick.C:
+			if dirty {
 				_ = l.out.Flush()
+				dirty = false
 			}
 		case <-l.stop:
 			for {
@@ -136,6 +146,9 @@ func (l *DecisionLog) run() {
 		}
 	}
 }
+
+// flushInterval bounds how long a written record may sit in the log's buffer.
+const flushInterval = 100 * time.Millisecond
 
 // Close stops accepting records, writes the queued ones and flushes. It is idempotent.
 func (l *DecisionLog) Close() {

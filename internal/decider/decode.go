@@ -71,12 +71,9 @@ func decodeJSON(data []byte, v any, prefix string) error {
 	if trimmed[0] != '{' {
 		return fieldErr(ErrCodeInvalidJSON, prefix, "want a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := dec.Decode(v); err != nil {
+	// json.Unmarshal checks the whole input is one valid JSON value before decoding anything.
+	if err := json.Unmarshal(trimmed, v); err != nil {
 		return jsonError(err, prefix)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fieldErr(ErrCodeInvalidJSON, prefix, "unexpected data after the JSON object")
 	}
 	return nil
 }
@@ -99,6 +96,12 @@ func jsonError(err error, prefix string) error {
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
+		if strings.Contains(syn.Error(), "after top-level value") {
+			return fieldErr(ErrCodeInvalidJSON, prefix, "unexpected data after the JSON object at byte %d", syn.Offset)
+		}
+		if strings.Contains(syn.Error(), "unexpected end of JSON input") {
+			return fieldErr(ErrCodeInvalidJSON, prefix, "truncated JSON")
+		}
 		return fieldErr(ErrCodeInvalidJSON, prefix, "malformed JSON at byte %d: %s", syn.Offset, syn.Error())
 	case errors.As(err, &typ) && typ.Field != "":
 		return fieldErr(ErrCodeInvalidField, join(prefix, typ.Field), "want %s, got JSON %s", jsonKind(typ.Type.Kind().String(), typ.Field), typ.Value)

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -67,6 +68,7 @@ type Server struct {
 	idPrefix string
 	seq      atomic.Uint64
 	draining atomic.Bool
+	bufs     sync.Pool
 }
 
 // NewServer returns a Server answering from store's snapshots.
@@ -183,13 +185,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) int {
 		status = http.StatusInternalServerError
 		data = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)
 	}
-	data = append(data, '\n')
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(data))}
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
-	return status
+	return writeRaw(w, status, append(data, '\n'))
 }
 
 var jsonContentType = []string{"application/json"}
@@ -270,7 +266,38 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) int {
 	if rerr != nil {
 		return writeError(w, http.StatusBadRequest, rerr)
 	}
-	return writeJSON(w, http.StatusOK, d)
+	buf := s.getBuf()
+	defer s.putBuf(buf)
+	b, err := appendDecision((*buf)[:0], d)
+	*buf = b
+	if err != nil {
+		return writeJSON(w, http.StatusOK, d)
+	}
+	return writeRaw(w, http.StatusOK, append(b, '\n'))
+}
+
+// getBuf and putBuf recycle response buffers.
+func (s *Server) getBuf() *[]byte {
+	if b, ok := s.bufs.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 1024)
+	return &b
+}
+
+func (s *Server) putBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 {
+		s.bufs.Put(b)
+	}
+}
+
+func writeRaw(w http.ResponseWriter, status int, data []byte) int {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(data))}
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
+	return status
 }
 
 func asRequestError(err error) *RequestError {
@@ -310,15 +337,25 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) int {
 			return writeError(w, http.StatusBadRequest, asRequestError(err))
 		}
 	}
-	out := batchResponse{Decisions: make([]*policy.Decision, len(reqs))}
+	ds := make([]*policy.Decision, len(reqs))
 	for i := range reqs {
 		d, rerr := s.decide(r.Context(), &reqs[i], caller, "requests["+strconv.Itoa(i)+"].")
 		if rerr != nil {
 			return writeError(w, http.StatusBadRequest, rerr)
 		}
-		out.Decisions[i] = d
+		ds[i] = d
 	}
-	return writeJSON(w, http.StatusOK, out)
+	b := append(make([]byte, 0, 512*len(ds)+16), `{"decisions":[`...)
+	for i, d := range ds {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendDecision(b, d); err != nil {
+			return writeJSON(w, http.StatusOK, batchResponse{Decisions: ds})
+		}
+	}
+	return writeRaw(w, http.StatusOK, append(b, "]}\n"...))
 }
 
 func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) int {
@@ -350,7 +387,16 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) int {
 			}
 		}
 	}
-	return writeJSON(w, http.StatusOK, verifyResponse{Decision: vd})
+	b := append(make([]byte, 0, 1024), `{"decision":{`...)
+	b, err = appendDecisionFields(b, d)
+	if err != nil {
+		return writeJSON(w, http.StatusOK, verifyResponse{Decision: vd})
+	}
+	if vd.PassportID != "" {
+		b = append(b, `,"passport_id":`...)
+		b = appendString(b, vd.PassportID)
+	}
+	return writeRaw(w, http.StatusOK, append(b, "}}\n"...))
 }
 
 func effectiveAgentID(p policy.Passport) string {

@@ -245,6 +245,9 @@ func TestDecisionLog(t *testing.T) {
 	w := &blockingWriter{release: make(chan struct{})}
 	l := NewDecisionLog(w, 4, false)
 	_, ts := startServer(t, store, Options{DecisionLog: l})
+	// The first record is flushed within flushInterval, which stalls the log's goroutine in Write.
+	decide(t, ts.URL, map[string]any{"passport": "team-a/coding-agent", "tool_name": "ls"}, nil)
+	time.Sleep(3 * flushInterval)
 	start := time.Now()
 	for range 20 {
 		decide(t, ts.URL, map[string]any{"passport": "team-a/coding-agent", "tool_name": "ls"}, nil)
@@ -262,7 +265,7 @@ func TestDecisionLog(t *testing.T) {
 	close(w.release)
 	l.Close()
 	l.Log(&LogRecord{}) // after Close: dropped, no panic
-	if got := strings.Count(w.buf.String(), "\n"); uint64(got) != l.Written() || got < 4 {
+	if got := strings.Count(w.buf.String(), "\n"); uint64(got) != l.Written() || got < 5 {
 		t.Errorf("wrote %d lines, counted %d", got, l.Written())
 	}
 }

@@ -1,0 +1,215 @@
+// Package loadgen is an HTTP load generator for the decision endpoint: it POSTs request bodies over
+// keep-alive connections, either as fast as the server answers (closed loop) or at a fixed rate
+// (open loop, latency measured from each request's scheduled start so that a stalled server is
+// not hidden by coordinated omission), and reports throughput and latency percentiles.
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Config describes one load run.
+type Config struct {
+	// URL is the endpoint POSTed to, e.g. http://127.0.0.1:8080/v1/decide.
+	URL string
+	// Bodies are the request bodies, used round-robin (at least one).
+	Bodies [][]byte
+	// Header is added to every request (Content-Type application/json is always set).
+	Header http.Header
+	// Rate is the target requests per second; 0 runs closed-loop at the maximum rate.
+	Rate float64
+	// Duration is how long to measure (default 5s).
+	Duration time.Duration
+	// Warmup runs the same load unmeasured first (default 0).
+	Warmup time.Duration
+	// Concurrency is the number of workers, each with its own keep-alive connection (default 16).
+	Concurrency int
+	// Timeout bounds one request (default 5s).
+	Timeout time.Duration
+}
+
+// Result is what a run measured.
+type Result struct {
+	// Requests is the number of requests completed with HTTP 200 during the measured period.
+	Requests int64 `json:"requests"`
+	// Errors counts transport errors and non-200 answers.
+	Errors int64 `json:"errors"`
+	// Elapsed is the measured wall time.
+	Elapsed time.Duration `json:"elapsed_ns"`
+	// Throughput is Requests per second of Elapsed.
+	Throughput float64 `json:"throughput"`
+	// Latency percentiles of successful requests.
+	P50  time.Duration `json:"p50_ns"`
+	P90  time.Duration `json:"p90_ns"`
+	P99  time.Duration `json:"p99_ns"`
+	P999 time.Duration `json:"p999_ns"`
+	Max  time.Duration `json:"max_ns"`
+	// FirstError is the first error seen, if any.
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// String formats the result on one line.
+func (r Result) String() string {
+	return fmt.Sprintf("%d req in %v: %.0f req/s, p50 %v p90 %v p99 %v p99.9 %v max %v, %d errors",
+		r.Requests, r.Elapsed.Round(time.Millisecond), r.Throughput, r.P50, r.P90, r.P99, r.P999, r.Max, r.Errors)
+}
+
+// Run applies the load described by cfg and returns the measurements of the period after warmup.
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	if cfg.URL == "" || len(cfg.Bodies) == 0 {
+		return Result{}, errors.New("loadgen: URL and at least one body are required")
+	}
+	if cfg.Duration <= 0 {
+		cfg.Duration = 5 * time.Second
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	tr := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        cfg.Concurrency,
+		MaxIdleConnsPerHost: cfg.Concurrency,
+		MaxConnsPerHost:     cfg.Concurrency,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
+
+	start := time.Now()
+	measureFrom := start.Add(cfg.Warmup)
+	end := measureFrom.Add(cfg.Duration)
+	ctx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+
+	type workerResult struct {
+		lat      []time.Duration
+		errs     int64
+		firstErr error
+	}
+	results := make([]workerResult, cfg.Concurrency)
+	var wg sync.WaitGroup
+	for w := range cfg.Concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := &results[w]
+			capHint := 1024
+			if cfg.Rate > 0 {
+				capHint = int(cfg.Rate*cfg.Duration.Seconds())/cfg.Concurrency + 16
+			}
+			res.lat = make([]time.Duration, 0, capHint)
+			var interval time.Duration
+			if cfg.Rate > 0 {
+				// Worker w sends requests w, w+N, w+2N, … of the global schedule.
+				interval = time.Duration(float64(time.Second) * float64(cfg.Concurrency) / cfg.Rate)
+			}
+			next := start.Add(time.Duration(float64(w) / float64(cfg.Concurrency) * float64(interval)))
+			for i := w; ; i += cfg.Concurrency {
+				if ctx.Err() != nil {
+					return
+				}
+				scheduled := time.Now()
+				if interval > 0 {
+					if d := time.Until(next); d > 0 {
+						t := time.NewTimer(d)
+						select {
+						case <-ctx.Done():
+							t.Stop()
+							return
+						case <-t.C:
+						}
+					}
+					scheduled = next
+					next = next.Add(interval)
+				}
+				err := post(ctx, client, cfg, cfg.Bodies[i%len(cfg.Bodies)])
+				done := time.Now()
+				if done.After(end) {
+					return
+				}
+				if scheduled.Before(measureFrom) {
+					continue
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					res.errs++
+					if res.firstErr == nil {
+						res.firstErr = err
+					}
+					continue
+				}
+				res.lat = append(res.lat, done.Sub(scheduled))
+			}
+		}()
+	}
+	wg.Wait()
+
+	var all []time.Duration
+	out := Result{Elapsed: cfg.Duration}
+	for _, r := range results {
+		all = append(all, r.lat...)
+		out.Errors += r.errs
+		if r.firstErr != nil && out.FirstError == "" {
+			out.FirstError = r.firstErr.Error()
+		}
+	}
+	slices.Sort(all)
+	out.Requests = int64(len(all))
+	out.Throughput = float64(out.Requests) / cfg.Duration.Seconds()
+	out.P50, out.P90, out.P99, out.P999 = pct(all, 0.50), pct(all, 0.90), pct(all, 0.99), pct(all, 0.999)
+	if len(all) > 0 {
+		out.Max = all[len(all)-1]
+	}
+	if out.Requests == 0 {
+		return out, fmt.Errorf("loadgen: no successful requests (%d errors, first: %s)", out.Errors, out.FirstError)
+	}
+	return out, nil
+}
+
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+func post(ctx context.Context, client *http.Client, cfg Config, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("building request: %w", err)
+	}
+	for k, v := range cfg.Header {
+		req.Header[k] = v
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	_, copyErr := io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if copyErr != nil {
+		return fmt.Errorf("reading response: %w", copyErr)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
