@@ -19,7 +19,7 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	}
 	decisions = append(decisions, policy.Decision{}, policy.Decision{Allow: true, Decision: "modify",
 		ModifiedInput: map[string]any{"command": "git --no-pager log", "n": 1.5},
-		Metadata: &policy.Metadata{DryRun: []policy.PolicyResult{{PolicyID: "p#r", Decision: "deny", Reason: policy.Reason{Code: "x"}}}}})
+		Metadata:      &policy.Metadata{DryRun: []policy.PolicyResult{{PolicyID: "p#r", Decision: "deny", Reason: policy.Reason{Code: "x"}}}}})
 	for _, d := range decisions {
 		want, err := json.Marshal(d)
 		if err != nil {
