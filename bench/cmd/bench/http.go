@@ -118,11 +118,21 @@ func (s *server) waitReady(ctx context.Context) error {
 func (s *server) stop() {
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-s.exited:
+	case err := <-s.exited:
+		logExit(err)
 	case <-time.After(5 * time.Second):
 		_ = s.cmd.Process.Kill()
-		<-s.exited
+		logExit(<-s.exited)
 	}
+}
+
+// logExit reports an unexpected exit status of the stopped benchserver.
+func logExit(err error) {
+	var exit *exec.ExitError
+	if err == nil || (errors.As(err, &exit) && !exit.Exited()) {
+		return // a clean exit, or killed by our signal
+	}
+	progress("benchserver exited: %v", err)
 }
 
 // loadRun is one measured load configuration.

@@ -36,12 +36,20 @@ type config struct {
 	deadline  time.Duration // the whole run must end within this
 }
 
+// Stage names, as -only takes them.
+const (
+	stageHTTP        = "http"
+	stageEngine      = "engine"
+	stageScale       = "scale"
+	stagePropagation = "propagation"
+)
+
 // stageNames are the stages in the order they run: the HTTP stage first, while this process's heap
 // is still small.
-var stageNames = []string{"http", "engine", "scale", "propagation"}
+var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation}
 
 // tableOrder is the order of the stages' rows in the table (the numbering).
-var tableOrder = []string{"engine", "http", "propagation", "scale"}
+var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale}
 
 func main() {
 	if err := run(); err != nil {
@@ -99,7 +107,7 @@ func run() error {
 		return err
 	}
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
-		"http": benchHTTP, "engine": benchEngine, "scale": benchScale, "propagation": benchPropagation,
+		stageHTTP: benchHTTP, stageEngine: benchEngine, stageScale: benchScale, stagePropagation: benchPropagation,
 	}
 	stageRows, stageNotes := map[string][]report.Row{}, map[string][]string{}
 	for _, name := range stageNames {

@@ -81,7 +81,7 @@ func run(args []string) error {
 			return fmt.Errorf("loading bundle: %w", err)
 		}
 	}
-	bundles = nil
+	clear(bundles) // the store holds what it needs; let the decoded bundles go
 	if *memoryReport {
 		return reportMemory(store)
 	}

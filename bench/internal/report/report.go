@@ -217,7 +217,8 @@ func (r Row) cells() []string {
 // Table returns the rows as one Markdown table with aligned columns.
 func Table(rows []Row) string {
 	header := []string{"Measurement", "Median", "Min – max", "Target", "Status"}
-	all := [][]string{header}
+	all := make([][]string, 0, 1+len(rows))
+	all = append(all, header)
 	for _, r := range rows {
 		all = append(all, r.cells())
 	}
