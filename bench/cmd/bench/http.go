@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/bench/internal/httpload"
 	"github.com/tollgate-dev/tollgate/bench/internal/report"
 	"github.com/tollgate-dev/tollgate/bench/internal/stats"
 	"github.com/tollgate-dev/tollgate/bench/internal/sysinfo"
+	"github.com/tollgate-dev/tollgate/internal/decider/loadgen"
 )
 
 // Decider targets (issue 5).
@@ -32,10 +33,21 @@ const (
 	warmup                = 500 * time.Millisecond
 )
 
-// decideBody is the request of every single decision: a sample passport running a harmless shell
-// command, which the sample policies evaluate with their CEL rules (shell safety, git hygiene) and
-// the DryRun trial policy.
-const decideBody = `{"passport":"default/coding-agent","tool_name":"bash","tool_input":{"command":"ls -la"},"thread_id":"bench-thread","call_id":"bench-call"}`
+// mixCase is one request of the mix the decider is driven with, and the decision it must get.
+type mixCase struct {
+	body, want string
+}
+
+// requestMix are realistic requests against config/samples (namespace default), sent round-robin:
+// allows, a Modify (git gets --no-pager), a blocked pattern, an agent_id lookup and a suspended passport.
+var requestMix = []mixCase{
+	{`{"passport":"default/coding-agent","tool_name":"bash","tool_input":{"command":"ls -la"},"thread_id":"t1","call_id":"c1"}`, "allow"},
+	{`{"passport":"default/coding-agent","tool_name":"bash","tool_input":{"command":"git status"},"thread_id":"t1","call_id":"c2"}`, "modify"},
+	{`{"passport":"default/coding-agent","tool_name":"bash","tool_input":{"command":"ls && rm -rf /"},"thread_id":"t1","call_id":"c3"}`, "deny"},
+	{`{"passport":"default/coding-agent","tool_name":"read_file","tool_input":{"path":"README.md"},"thread_id":"t1","call_id":"c4"}`, "allow"},
+	{`{"agent_id":"ap_coding_agent_01","tool_name":"web_search","tool_input":{"query":"kubernetes"},"thread_id":"t2","call_id":"c5"}`, "allow"},
+	{`{"passport":"default/research-agent","tool_name":"web_search","tool_input":{"query":"x"},"thread_id":"t3","call_id":"c6"}`, "deny"},
+}
 
 // server is the decision endpoint child process.
 type server struct {
@@ -138,7 +150,8 @@ func logExit(err error) {
 // loadRun is one measured load configuration.
 type loadRun struct {
 	id, name string
-	req      []byte
+	path     string
+	bodies   [][]byte
 	perCall  int     // decisions per call
 	rate     float64 // decisions per second; 0 = closed loop (maximum)
 	rates    []float64
@@ -148,30 +161,34 @@ type loadRun struct {
 	p999     []float64
 }
 
-// benchHTTP measures the decision endpoint over loopback HTTP.
+// benchHTTP measures the decision endpoint over loopback HTTP with internal/decider/loadgen.
 func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) {
 	srv, err := startServer(ctx, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer srv.stop()
-
-	batch, err := batchBody(batchSize)
-	if err != nil {
+	if err := checkAnswers(ctx, srv.addr); err != nil {
 		return nil, nil, err
 	}
-	single := httpload.BuildRequest(srv.addr, "/v1/decide", []byte(decideBody))
-	batched := httpload.BuildRequest(srv.addr, "/v1/decide:batch", batch)
-	if err := checkAnswers(srv.addr, single, batched); err != nil {
-		return nil, nil, err
+	single := make([][]byte, len(requestMix))
+	for i, m := range requestMix {
+		single[i] = []byte(m.body)
 	}
+	batches := make([][]byte, len(requestMix))
+	for i := range batches {
+		if batches[i], err = batchBody(batchSize, i); err != nil {
+			return nil, nil, err
+		}
+	}
+	const one, batch = "/v1/decide", "/v1/decide:batch"
 	runs := []*loadRun{
-		{id: "decider.single.max", name: "2. Decider /v1/decide, max throughput", req: single, perCall: 1},
-		{id: "decider.single.1000", name: "2. Decider /v1/decide @ 1,000/s", req: single, perCall: 1, rate: 1000},
-		{id: "decider.single.5000", name: "2. Decider /v1/decide @ 5,000/s", req: single, perCall: 1, rate: 5000},
-		{id: "decider.batch.max", name: "2. Decider batch of 10, max throughput", req: batched, perCall: batchSize},
-		{id: "decider.batch.1000", name: "2. Decider batch of 10 @ 1,000 decisions/s", req: batched, perCall: batchSize, rate: 1000},
-		{id: "decider.batch.5000", name: "2. Decider batch of 10 @ 5,000 decisions/s", req: batched, perCall: batchSize, rate: 5000},
+		{id: "decider.single.max", name: "2. Decider /v1/decide, max throughput", path: one, bodies: single, perCall: 1},
+		{id: "decider.single.1000", name: "2. Decider /v1/decide @ 1,000/s", path: one, bodies: single, perCall: 1, rate: 1000},
+		{id: "decider.single.5000", name: "2. Decider /v1/decide @ 5,000/s", path: one, bodies: single, perCall: 1, rate: 5000},
+		{id: "decider.batch.max", name: "2. Decider batch of 10, max throughput", path: batch, bodies: batches, perCall: batchSize},
+		{id: "decider.batch.1000", name: "2. Decider batch of 10 @ 1,000 decisions/s", path: batch, bodies: batches, perCall: batchSize, rate: 1000},
+		{id: "decider.batch.5000", name: "2. Decider batch of 10 @ 5,000 decisions/s", path: batch, bodies: batches, perCall: batchSize, rate: 5000},
 	}
 	for i := range cfg.runs {
 		for _, lr := range runs {
@@ -188,17 +205,19 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 	default:
 	}
 	rows := httpRows(runs, cfg.runs)
-	notes := []string{fmt.Sprintf("Decider: bench/cmd/benchserver (internal/decider serving config/samples, authentication off, decision log on to /dev/null) as a child process with GOMAXPROCS=1; "+
-		"a Go keep-alive load generator in the bench process on the other core, %d connections for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time); %s per run after %s warm-up. "+
-		"Per server CPU-second = decisions ÷ the server's CPU time (utime+stime): the rate one fully used core would give. Request: bash `ls -la` for the sample passport coding-agent (2 CEL rules, a Modify rule's CEL condition and a DryRun policy evaluated).",
-		closedLoopConns, openLoopConns, cfg.loadDur, warmup)}
+	notes := []string{fmt.Sprintf("Decider: bench/cmd/benchserver (internal/decider serving config/samples, authentication off, decision log on to /dev/null) as a child process with GOMAXPROCS=1, "+
+		"driven by internal/decider/loadgen from the bench process over loopback keep-alive connections: %d for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time); %s per run after %s warm-up. "+
+		"Requests: a round-robin mix of %d (allow, Modify, blocked pattern, agent_id lookup, suspended passport); a batch carries 10 of them. "+
+		"Per server CPU-second = decisions ÷ the server's CPU time (utime+stime): the rate one fully used core would give.",
+		closedLoopConns, openLoopConns, cfg.loadDur, warmup, len(requestMix))}
 	return rows, notes, nil
 }
 
-func batchBody(n int) ([]byte, error) {
+// batchBody returns a /v1/decide:batch body of n requests of the mix, starting at offset.
+func batchBody(n, offset int) ([]byte, error) {
 	reqs := make([]json.RawMessage, n)
 	for i := range reqs {
-		reqs[i] = json.RawMessage(decideBody)
+		reqs[i] = json.RawMessage(requestMix[(offset+i)%len(requestMix)].body)
 	}
 	body, err := json.Marshal(map[string]any{"requests": reqs})
 	if err != nil {
@@ -207,34 +226,62 @@ func batchBody(n int) ([]byte, error) {
 	return body, nil
 }
 
-// checkAnswers makes sure both requests are answered with allow decisions before measuring them.
-func checkAnswers(addr string, single, batched []byte) error {
-	c, err := httpload.Dial(addr)
+// checkAnswers makes sure every request of the mix gets its expected decision, alone and in a batch,
+// before anything is measured.
+func checkAnswers(ctx context.Context, addr string) error {
+	client := &http.Client{Timeout: 5 * time.Second}
+	post := func(path string, body []byte, into any) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+path, bytes.NewReader(body))
+		if err != nil {
+			return fmt.Errorf("building a request: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := client.Do(req)
+		if err != nil {
+			return fmt.Errorf("POST %s: %w", path, err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return fmt.Errorf("POST %s: reading the answer: %w", path, err)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("POST %s answered %d: %.300s", path, resp.StatusCode, data)
+		}
+		if err := json.Unmarshal(data, into); err != nil {
+			return fmt.Errorf("POST %s: decoding %.300s: %w", path, data, err)
+		}
+		return nil
+	}
+	type decision struct {
+		Decision string `json:"decision"`
+	}
+	for _, m := range requestMix {
+		var d decision
+		if err := post("/v1/decide", []byte(m.body), &d); err != nil {
+			return err
+		}
+		if d.Decision != m.want {
+			return fmt.Errorf("request %s: decision %q, want %q", m.body, d.Decision, m.want)
+		}
+	}
+	body, err := batchBody(batchSize, 0)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = c.Close() }()
-	status, body, err := c.Do(single)
-	if err != nil {
-		return fmt.Errorf("checking /v1/decide: %w", err)
-	}
-	var d struct {
-		Decision string `json:"decision"`
-	}
-	if err := json.Unmarshal(body, &d); status != http.StatusOK || err != nil || d.Decision != "allow" {
-		return fmt.Errorf("/v1/decide answered %d %s, want 200 and an allow decision", status, body)
-	}
-	status, body, err = c.Do(batched)
-	if err != nil {
-		return fmt.Errorf("checking /v1/decide:batch: %w", err)
-	}
 	var b struct {
-		Decisions []struct {
-			Decision string `json:"decision"`
-		} `json:"decisions"`
+		Decisions []decision `json:"decisions"`
 	}
-	if err := json.Unmarshal(body, &b); status != http.StatusOK || err != nil || len(b.Decisions) != batchSize || b.Decisions[0].Decision != "allow" {
-		return fmt.Errorf("/v1/decide:batch answered %d %.300s, want 200 and %d allow decisions", status, body, batchSize)
+	if err := post("/v1/decide:batch", body, &b); err != nil {
+		return err
+	}
+	if len(b.Decisions) != batchSize {
+		return fmt.Errorf("batch answered %d decisions, want %d", len(b.Decisions), batchSize)
+	}
+	for i, d := range b.Decisions {
+		if want := requestMix[i%len(requestMix)].want; d.Decision != want {
+			return fmt.Errorf("batch decision %d is %q, want %q", i, d.Decision, want)
+		}
 	}
 	return nil
 }
@@ -247,13 +294,13 @@ func (lr *loadRun) measure(ctx context.Context, srv *server, dur time.Duration) 
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	var res httpload.Result
-	if lr.rate == 0 {
-		res, err = httpload.ClosedLoop(srv.addr, lr.req, closedLoopConns, warmup, dur)
-	} else {
-		res, err = httpload.OpenLoop(srv.addr, lr.req, lr.rate/float64(lr.perCall), openLoopConns, warmup, dur)
+	lc := loadgen.Config{URL: "http://" + srv.addr + lr.path, Bodies: lr.bodies, Duration: dur, Warmup: warmup,
+		Concurrency: closedLoopConns}
+	if lr.rate > 0 {
+		lc.Rate, lc.Concurrency = lr.rate/float64(lr.perCall), openLoopConns
 	}
+	start := time.Now()
+	res, err := loadgen.Run(ctx, lc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", lr.id, err)
 	}
@@ -262,15 +309,15 @@ func (lr *loadRun) measure(ctx context.Context, srv *server, dur time.Duration) 
 	if err != nil {
 		return err
 	}
-	if res.Errors > 0 || res.Requests == 0 {
-		return fmt.Errorf("%s: %d of %d requests failed: %w", lr.id, res.Errors, res.Errors+res.Requests,
-			errors.Join(res.FirstError, errors.New("no error recorded")))
+	if res.Errors > 0 {
+		return fmt.Errorf("%s: %d of %d requests failed, first: %s", lr.id, res.Errors, res.Errors+res.Requests, res.FirstError)
 	}
-	lr.rates = append(lr.rates, res.Rate()*float64(lr.perCall))
+	lr.rates = append(lr.rates, res.Throughput*float64(lr.perCall))
+	// CPU time covers warm-up and measurement alike, so divide by the whole wall time.
 	lr.cpu = append(lr.cpu, (cpuAfter-cpuBefore).Seconds()/wall.Seconds())
-	lr.p50 = append(lr.p50, float64(res.Latencies.Percentile(50)))
-	lr.p99 = append(lr.p99, float64(res.Latencies.Percentile(99)))
-	lr.p999 = append(lr.p999, float64(res.Latencies.Percentile(99.9)))
+	lr.p50 = append(lr.p50, float64(res.P50))
+	lr.p99 = append(lr.p99, float64(res.P99))
+	lr.p999 = append(lr.p999, float64(res.P999))
 	return nil
 }
 

@@ -25,15 +25,24 @@ func TestGrowth(t *testing.T) {
 }
 
 func TestBatchBody(t *testing.T) {
-	body, err := batchBody(3)
+	body, err := batchBody(len(requestMix)+2, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var b struct {
 		Requests []map[string]any `json:"requests"`
 	}
-	if err := json.Unmarshal(body, &b); err != nil || len(b.Requests) != 3 || b.Requests[2]["passport"] != "default/coding-agent" {
+	if err := json.Unmarshal(body, &b); err != nil || len(b.Requests) != len(requestMix)+2 {
 		t.Fatalf("batch body %s: %v", body, err)
+	}
+	for i, r := range b.Requests { // the mix, round-robin from offset 1
+		var want map[string]any
+		if err := json.Unmarshal([]byte(requestMix[(i+1)%len(requestMix)].body), &want); err != nil {
+			t.Fatal(err)
+		}
+		if r["call_id"] != want["call_id"] {
+			t.Errorf("request %d is %v, want %v", i, r, want)
+		}
 	}
 }
 
