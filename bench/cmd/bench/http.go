@@ -53,35 +53,43 @@ var requestMix = []mixCase{
 type server struct {
 	cmd    *exec.Cmd
 	addr   string
-	stderr *bytes.Buffer
+	log    string // the child's stderr: its messages and the decision log
 	exited chan error
 }
 
-// buildServer builds bench/cmd/benchserver into dir and returns the binary's path.
-func buildServer(ctx context.Context, root, dir string) (string, error) {
-	bin := filepath.Join(dir, "benchserver")
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./bench/cmd/benchserver")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building benchserver: %w\n%s", err, out)
+// buildBinaries builds the tollgate binary and bench/cmd/benchserver into dir.
+func buildBinaries(ctx context.Context, root, dir string) (tollgate, benchserver string, err error) {
+	tollgate, benchserver = filepath.Join(dir, "tollgate"), filepath.Join(dir, "benchserver")
+	for pkg, bin := range map[string]string{"./cmd": tollgate, "./bench/cmd/benchserver": benchserver} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("building %s: %w\n%s", pkg, err, out)
+		}
 	}
-	return bin, nil
+	return tollgate, benchserver, nil
 }
 
-// startServer runs the benchserver with GOMAXPROCS=1 on a free loopback port, serving
-// config/samples with the decision log on (written to the child's stdout, /dev/null).
-func startServer(ctx context.Context, cfg config) (*server, error) {
+// startServer runs `tollgate serve` on config/samples with GOMAXPROCS=1 on a free loopback port,
+// with the decision log on (the child's stderr, written to a file in dir).
+func startServer(ctx context.Context, cfg config, dir string) (*server, error) {
 	addr, err := freeLoopbackAddr()
 	if err != nil {
 		return nil, err
 	}
-	s := &server{addr: addr, stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(cfg.serverBin, "-f", filepath.Join(cfg.root, "config", "samples"), "-addr", addr,
-		"-max-lifetime", cfg.deadline.String())
+	s := &server{addr: addr, log: filepath.Join(dir, "serve.log"), exited: make(chan error, 1)}
+	logFile, err := os.Create(s.log)
+	if err != nil {
+		return nil, fmt.Errorf("creating the server log: %w", err)
+	}
+	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
+	s.cmd = exec.Command(cfg.tollgateBin, "serve", "-f", filepath.Join(cfg.root, "config", "samples"),
+		"--addr", addr, "--decision-log", "--watch=false", "--log-format", "json")
 	s.cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	s.cmd.Stderr = s.stderr // Stdout stays nil: the decision log goes to /dev/null
+	s.cmd.Stderr = logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the benchmark
 	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting benchserver: %w", err)
+		return nil, fmt.Errorf("starting tollgate serve: %w", err)
 	}
 	go func() { s.exited <- s.cmd.Wait() }()
 	if err := s.waitReady(ctx); err != nil {
@@ -89,6 +97,15 @@ func startServer(ctx context.Context, cfg config) (*server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// logTail returns the end of the server's log, for error messages.
+func (s *server) logTail() string {
+	data, err := os.ReadFile(s.log)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	return string(data[max(0, len(data)-2000):])
 }
 
 // freeLoopbackAddr returns a 127.0.0.1 address with a port that was free a moment ago.
@@ -110,9 +127,9 @@ func (s *server) waitReady(ctx context.Context) error {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-s.exited:
-			return fmt.Errorf("benchserver exited before it was ready (%v): %s", err, s.stderr.String())
+			return fmt.Errorf("tollgate serve exited before it was ready (%v): %s", err, s.logTail())
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for benchserver: %w", ctx.Err())
+			return fmt.Errorf("waiting for tollgate serve: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 		resp, err := client.Get("http://" + s.addr + "/readyz")
@@ -123,7 +140,7 @@ func (s *server) waitReady(ctx context.Context) error {
 			}
 		}
 	}
-	return fmt.Errorf("benchserver not ready after 30s: %s", s.stderr.String())
+	return fmt.Errorf("tollgate serve not ready after 30s: %s", s.logTail())
 }
 
 // stop terminates the child (SIGTERM, then SIGKILL after 5s) and waits for it.
@@ -138,13 +155,13 @@ func (s *server) stop() {
 	}
 }
 
-// logExit reports an unexpected exit status of the stopped benchserver.
+// logExit reports an unexpected exit status of the stopped server.
 func logExit(err error) {
 	var exit *exec.ExitError
 	if err == nil || (errors.As(err, &exit) && !exit.Exited()) {
 		return // a clean exit, or killed by our signal
 	}
-	progress("benchserver exited: %v", err)
+	progress("tollgate serve exited: %v", err)
 }
 
 // loadRun is one measured load configuration.
@@ -163,7 +180,12 @@ type loadRun struct {
 
 // benchHTTP measures the decision endpoint over loopback HTTP with internal/decider/loadgen.
 func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) {
-	srv, err := startServer(ctx, cfg)
+	dir, err := os.MkdirTemp("", "tollgate-bench-serve-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a temporary directory: %w", err)
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	srv, err := startServer(ctx, cfg, dir)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -201,11 +223,11 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 	}
 	select {
 	case err := <-srv.exited:
-		return nil, nil, fmt.Errorf("benchserver died during the benchmark (%v): %s", err, srv.stderr.String())
+		return nil, nil, fmt.Errorf("tollgate serve died during the benchmark (%v): %s", err, srv.logTail())
 	default:
 	}
 	rows := httpRows(runs, cfg.runs)
-	notes := []string{fmt.Sprintf("Decider: bench/cmd/benchserver (internal/decider serving config/samples, authentication off, decision log on to /dev/null) as a child process with GOMAXPROCS=1, "+
+	notes := []string{fmt.Sprintf("Decider: `GOMAXPROCS=1 tollgate serve -f config/samples --decision-log` (authentication off, decision log to a file) as a child process, "+
 		"driven by internal/decider/loadgen from the bench process over loopback keep-alive connections: %d for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time); %s per run after %s warm-up. "+
 		"Requests: a round-robin mix of %d (allow, Modify, blocked pattern, agent_id lookup, suspended passport); a batch carries 10 of them. "+
 		"Per server CPU-second = decisions ÷ the server's CPU time (utime+stime): the rate one fully used core would give.",

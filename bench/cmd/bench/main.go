@@ -24,16 +24,17 @@ import (
 
 // config is the command line.
 type config struct {
-	root      string        // repository root
-	serverBin string        // the built bench/cmd/benchserver
-	runs      int           // repetitions of each run-level measurement
-	trials    int           // propagation trials of each kind
-	benchDur  time.Duration // target duration of each testing.Benchmark
-	loadDur   time.Duration // duration of each HTTP load run
-	out       string        // results.json path
-	readme    string        // README to update ("" = leave it alone)
-	only      []string      // stages to run (empty = all)
-	deadline  time.Duration // the whole run must end within this
+	root        string        // repository root
+	tollgateBin string        // the built tollgate binary
+	serverBin   string        // the built bench/cmd/benchserver
+	runs        int           // repetitions of each run-level measurement
+	trials      int           // propagation trials of each kind
+	benchDur    time.Duration // target duration of each testing.Benchmark
+	loadDur     time.Duration // duration of each HTTP load run
+	out         string        // results.json path
+	readme      string        // README to update ("" = leave it alone)
+	only        []string      // stages to run (empty = all)
+	deadline    time.Duration // the whole run must end within this
 }
 
 // Stage names, as -only takes them.
@@ -103,7 +104,8 @@ func run() error {
 		return fmt.Errorf("creating a temporary directory: %w", err)
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if cfg.serverBin, err = buildServer(ctx, cfg.root, dir); err != nil {
+	progress("building tollgate and benchserver")
+	if cfg.tollgateBin, cfg.serverBin, err = buildBinaries(ctx, cfg.root, dir); err != nil {
 		return err
 	}
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){

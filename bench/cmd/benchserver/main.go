@@ -1,7 +1,8 @@
-// Command benchserver is the decision endpoint the benchmark drives over loopback HTTP: the
-// decider's Store and Server (internal/decider) answering from manifest files, with authentication
-// off and the decision log on (JSON lines on stdout). The benchmark starts it as a child process
-// with GOMAXPROCS=1; it serves until interrupted or until -max-lifetime passes.
+// Command benchserver is a decision endpoint for the benchmark: the decider's Store and Server
+// (internal/decider) answering from manifest files plus, optionally, a generated large bundle passed
+// through the ConfigMap storage format, with authentication off and the decision log on (JSON lines
+// on stdout). The benchmark runs it with -memory-report to measure the decider's heap with the
+// large bundle loaded in a fresh process; it can also serve (until interrupted or -max-lifetime).
 package main
 
 import (
