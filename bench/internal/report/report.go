@@ -113,11 +113,14 @@ type Results struct {
 
 // JSON returns the results as indented JSON with a trailing newline.
 func (r Results) JSON() ([]byte, error) {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // keep "<=" readable
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
 		return nil, fmt.Errorf("encoding results: %w", err)
 	}
-	return append(data, '\n'), nil
+	return []byte(b.String()), nil
 }
 
 // FormatValue formats v of unit for humans, e.g. 1234 ns → "1.23 µs", 21340 per second → "21,340/s".

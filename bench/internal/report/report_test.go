@@ -82,6 +82,9 @@ func TestResultsJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(string(data), `"op": "<="`) || !strings.HasSuffix(string(data), "}\n") {
+		t.Errorf("JSON not readable:\n%s", data)
+	}
 	var back map[string]any
 	if err := json.Unmarshal(data, &back); err != nil {
 		t.Fatal(err)
