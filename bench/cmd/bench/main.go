@@ -98,6 +98,7 @@ func run() error {
 
 	started := time.Now()
 	res := report.Results{Machine: sysinfo.Machine(), Started: started}
+	res.LoadAverage[0] = sysinfo.LoadAverage()
 	progress("machine: %s", res.Machine)
 	dir, err := os.MkdirTemp("", "tollgate-bench-")
 	if err != nil {
@@ -132,6 +133,7 @@ func run() error {
 	}
 	res.Notes = append(res.Notes, "Absolute numbers depend on the machine and on what else runs on it; compare figures from one machine only.")
 	res.Duration = time.Since(started).Round(time.Second).String()
+	res.LoadAverage[1] = sysinfo.LoadAverage()
 
 	text := res.Text()
 	fmt.Println()
@@ -164,7 +166,9 @@ func updateReadme(path string, res report.Results) error {
 	body := "## Performance\n\n" +
 		"`make bench` measures Tollgate end to end on the machine it runs on and prints this table (medians over\n" +
 		"repeated runs, with the min–max range), writing the same figures to `bench/results.json`. The figures below\n" +
-		"come from one run; absolute numbers depend on the machine and its load, so compare runs on one machine.\n\n" +
+		"come from one run on a 2-core machine shared with other work (see the load average); absolute numbers depend on\n" +
+		"the machine and its load, so compare runs on one machine. Reproduce with `make bench`;\n" +
+		"`make bench BENCH_FLAGS=\"-readme README.md\"` also rewrites this section.\n\n" +
 		res.Text()
 	out, err := report.ReplaceSection(string(doc), body)
 	if err != nil {

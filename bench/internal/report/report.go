@@ -107,8 +107,10 @@ type Results struct {
 	Machine  Machine   `json:"machine"`
 	Started  time.Time `json:"started"`
 	Duration string    `json:"duration"`
-	Rows     []Row     `json:"rows"`
-	Notes    []string  `json:"notes,omitempty"`
+	// LoadAverage is the 1-minute load average at the start and at the end of the run.
+	LoadAverage [2]float64 `json:"load_average"`
+	Rows        []Row      `json:"rows"`
+	Notes       []string   `json:"notes,omitempty"`
 }
 
 // JSON returns the results as indented JSON with a trailing newline.
@@ -196,6 +198,9 @@ func (r Row) cells() []string {
 		name += " (" + r.Note + ")"
 	}
 	rng := FormatValue(r.Min, r.Unit) + " – " + FormatValue(r.Max, r.Unit)
+	if r.Over == "1 runs" {
+		r.Over = "1 run"
+	}
 	if r.Over != "" {
 		rng += " (" + r.Over + ")"
 	}
@@ -254,7 +259,8 @@ func Table(rows []Row) string {
 // Text returns the machine line, the table and the notes, as printed by the benchmark.
 func (r Results) Text() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %s. Run started %s, took %s.\n\n", r.Machine, r.Started.UTC().Format(time.RFC3339), r.Duration)
+	fmt.Fprintf(&b, "Machine: %s. Run started %s, took %s; 1-minute load average %.1f at the start, %.1f at the end.\n\n",
+		r.Machine, r.Started.UTC().Format(time.RFC3339), r.Duration, r.LoadAverage[0], r.LoadAverage[1])
 	b.WriteString(Table(r.Rows))
 	if len(r.Notes) > 0 {
 		b.WriteString("\n")

@@ -59,6 +59,29 @@ func OSName(osRelease string) string {
 	return ""
 }
 
+// LoadAverage returns the 1-minute load average (0 when unknown).
+func LoadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, _ := ParseLoadAverage(string(data))
+	return v
+}
+
+// ParseLoadAverage returns the first field of /proc/loadavg content.
+func ParseLoadAverage(loadavg string) (float64, error) {
+	fields := strings.Fields(loadavg)
+	if len(fields) == 0 {
+		return 0, errors.New("empty loadavg")
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return 0, fmt.Errorf("malformed loadavg %q: %w", fields[0], err)
+	}
+	return v, nil
+}
+
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times; 100 on every Linux architecture Go
 // supports.
 const clockTicks = 100

@@ -55,3 +55,14 @@ func TestMachine(t *testing.T) {
 		t.Errorf("incomplete machine: %+v", m)
 	}
 }
+
+func TestParseLoadAverage(t *testing.T) {
+	if v, err := ParseLoadAverage("9.47 7.07 3.72 3/812 4242\n"); err != nil || v != 9.47 {
+		t.Errorf("ParseLoadAverage = %v, %v", v, err)
+	}
+	for _, bad := range []string{"", "x 1 2"} {
+		if _, err := ParseLoadAverage(bad); err == nil {
+			t.Errorf("ParseLoadAverage(%q) succeeded", bad)
+		}
+	}
+}
