@@ -20,7 +20,7 @@ import (
 // TestInformerPath writes, updates and deletes a bundle ConfigMap in envtest and checks that the
 // decider serves each state.
 func TestInformerPath(t *testing.T) {
-	cs, _ := kube(t)
+	cs := kube(t)
 	store := watchedStore(t, cs)
 	_, ts := startServer(t, store, Options{})
 	const ns = "team-c"
@@ -57,7 +57,7 @@ func TestInformerPath(t *testing.T) {
 // TestBrokenBundleKeepsLastGood writes a bundle that does not compile and one that does not decode:
 // both are recorded (status, metric) while the last good snapshot keeps serving.
 func TestBrokenBundleKeepsLastGood(t *testing.T) {
-	cs, _ := kube(t)
+	cs := kube(t)
 	store := watchedStore(t, cs)
 	_, ts := startServer(t, store, Options{})
 	const ns = "team-b"
@@ -70,8 +70,8 @@ func TestBrokenBundleKeepsLastGood(t *testing.T) {
 	bad.Policies[0].Spec.Rules = append(bad.Policies[0].Spec.Rules, policy.Rule{
 		Name: "broken", Tools: []string{"bash"}, When: "input.command +", Action: policy.ActionDeny})
 	putBundle(t, cs, bad)
-	waitFor(t, "the compile error to be recorded", func() bool { return statusOf(store, ns).LastError != "" })
-	st := statusOf(store, ns)
+	waitFor(t, "the compile error to be recorded", func() bool { return teamBStatus(store).LastError != "" })
+	st := teamBStatus(store)
 	if st.Revision != good.Revision() || !strings.Contains(st.LastError, "rules[1].when") {
 		t.Errorf("status after bad bundle = %+v", st)
 	}
@@ -90,7 +90,7 @@ func TestBrokenBundleKeepsLastGood(t *testing.T) {
 	errsBefore := store.LoadErrors()
 	putConfigMap(t, cs, &cms[0])
 	waitFor(t, "the decode error to be recorded", func() bool { return store.LoadErrors() > errsBefore })
-	if st := statusOf(store, ns); st.Revision != good.Revision() || !strings.Contains(st.LastError, "decompress") {
+	if st := teamBStatus(store); st.Revision != good.Revision() || !strings.Contains(st.LastError, "decompress") {
 		t.Errorf("status after corrupt ConfigMap = %+v", st)
 	}
 	code, body := call(t, http.MethodGet, ts.URL+"/v1/status", nil, nil)
@@ -108,12 +108,12 @@ func TestBrokenBundleKeepsLastGood(t *testing.T) {
 
 	// Repair: the good bundle is served again and the error clears.
 	putBundle(t, cs, samplesBundleUnique(t, ns))
-	waitFor(t, "the error to clear", func() bool { return statusOf(store, ns).LastError == "" })
+	waitFor(t, "the error to clear", func() bool { return teamBStatus(store).LastError == "" })
 }
 
-func statusOf(store *Store, ns string) NamespaceStatus {
+func teamBStatus(store *Store) NamespaceStatus {
 	for _, st := range store.Status() {
-		if st.Namespace == ns {
+		if st.Namespace == "team-b" {
 			return st
 		}
 	}
@@ -141,9 +141,9 @@ func serviceAccountToken(t *testing.T, cs kubernetes.Interface, ns, name string,
 
 // TestAuthentication checks callers with real TokenReviews against envtest.
 func TestAuthentication(t *testing.T) {
-	cs, _ := kube(t)
+	cs := kube(t)
 	authn := NewTokenReviewAuthenticator(cs, TokenReviewConfig{CacheSize: 8})
-	srv, url, _ := samplesServer(t, Options{Authenticator: authn})
+	url := samplesServer(t, Options{Authenticator: authn})
 
 	coding := serviceAccountToken(t, cs, "team-a", "coding-agent", "tollgate")
 	other := serviceAccountToken(t, cs, "team-a", "other-agent", "tollgate")
@@ -210,5 +210,4 @@ func TestAuthentication(t *testing.T) {
 			t.Errorf("authentication failures not counted")
 		}
 	})
-	_ = srv
 }

@@ -12,19 +12,19 @@ import (
 
 // samplesServer serves config/samples as namespace team-a, loaded from a bundle ConfigMap in envtest
 // through WatchBundles.
-func samplesServer(t *testing.T, opts Options) (*Server, string, *Store) {
+func samplesServer(t *testing.T, opts Options) string {
 	t.Helper()
-	cs, _ := kube(t)
+	cs := kube(t)
 	b := samplesBundle(t, "team-a")
 	putBundle(t, cs, b)
 	store := watchedStore(t, cs)
 	waitRevision(t, store, "team-a", b.Revision())
-	srv, ts := startServer(t, store, opts)
-	return srv, ts.URL, store
+	_, ts := startServer(t, store, opts)
+	return ts.URL
 }
 
 func TestHooks(t *testing.T) {
-	_, url, _ := samplesServer(t, Options{})
+	url := samplesServer(t, Options{})
 	cases := []struct {
 		name     string
 		req      map[string]any
@@ -94,7 +94,7 @@ func TestHooks(t *testing.T) {
 }
 
 func TestBatch(t *testing.T) {
-	_, url, _ := samplesServer(t, Options{})
+	url := samplesServer(t, Options{})
 	body := map[string]any{"requests": []map[string]any{
 		{"passport": "team-a/coding-agent", "tool_name": "ls"},
 		{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "sudo ls"}},
@@ -131,7 +131,7 @@ func TestBatch(t *testing.T) {
 }
 
 func TestOAPVerify(t *testing.T) {
-	_, url, _ := samplesServer(t, Options{})
+	url := samplesServer(t, Options{})
 	type verifyAnswer struct {
 		Decision struct {
 			Allow      bool            `json:"allow"`

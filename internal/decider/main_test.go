@@ -58,7 +58,7 @@ func TestMain(m *testing.M) {
 }
 
 // kube returns a clientset for the shared envtest control plane, starting it when needed.
-func kube(t testing.TB) (kubernetes.Interface, *rest.Config) {
+func kube(t testing.TB) kubernetes.Interface {
 	t.Helper()
 	envOnce.Do(func() {
 		envRun, envErr = testenv.New()
@@ -92,7 +92,7 @@ func kube(t testing.TB) (kubernetes.Interface, *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cs, envCfg
+	return cs
 }
 
 // samplesBundle returns config/samples as the bundle of namespace ns.

@@ -594,7 +594,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			serveErr = fmt.Errorf("draining HTTP connections: %w", err)
 			_ = hs.Close()
 		}
-		<-errc
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serveErr = errors.Join(serveErr, fmt.Errorf("serving HTTP: %w", err))
+		}
 	}
 	s.Close()
 	return serveErr
