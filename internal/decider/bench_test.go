@@ -182,6 +182,7 @@ func benchLoad(b *testing.B, rate float64, conc int) {
 		b.ReportMetric(float64(res.P50.Microseconds()), "p50-µs")
 		b.ReportMetric(float64(res.P99.Microseconds()), "p99-µs")
 		b.ReportMetric(float64(res.P999.Microseconds()), "p99.9-µs")
+		b.ReportMetric(float64(res.ServiceP99.Microseconds()), "service-p99-µs")
 		// The server's CPU per decision (warmup included in both terms) gives its capacity on a
 		// dedicated core, independent of what else the machine was running.
 		if total := float64(res.Requests) * (dur + time.Second).Seconds() / dur.Seconds(); cpu > 0 && total > 0 {
