@@ -54,7 +54,9 @@ func startBenchEnv(b *testing.B) *benchEnv {
 	}
 	b.Cleanup(func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			b.Errorf("manager: %v", err)
+		}
 		if err := env.Stop(); err != nil {
 			b.Errorf("stopping the control plane: %v", err)
 		}

@@ -130,7 +130,7 @@ func (r *BundleReconciler) build(ns string, passports []guardrailsv1alpha1.Agent
 
 	// The earliest passport keeps a contested agent id.
 	slices.SortFunc(passports, func(x, y guardrailsv1alpha1.AgentPassport) int {
-		return cmp.Or(x.CreationTimestamp.Time.Compare(y.CreationTimestamp.Time), cmp.Compare(x.Name, y.Name))
+		return cmp.Or(x.CreationTimestamp.Compare(y.CreationTimestamp.Time), cmp.Compare(x.Name, y.Name))
 	})
 	convs := r.conversions(ns, passports)
 	owners := make(map[string]string, len(passports))

@@ -445,5 +445,18 @@ var _ = Describe("Bundle writer", func() {
 		_, ok := snap.Passport("agent-09999")
 		Expect(ok).To(BeTrue())
 		Eventually(getPolicy(ns, "shell"), time.Minute).Should(HaveField("Status.SelectedPassports", int32(n)))
+
+		By("every passport's status is reconciled, so no backlog spills into the next spec")
+		Eventually(func(g Gomega) int {
+			var list v1.AgentPassportList
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			reconciled := 0
+			for i := range list.Items {
+				if list.Items[i].Status.Phase == v1.PhaseActive {
+					reconciled++
+				}
+			}
+			return reconciled
+		}, 5*time.Minute, 2*time.Second).Should(Equal(n))
 	})
 })

@@ -94,34 +94,34 @@ func (h *harness) startManager(logger logr.Logger) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			h.stopManager()
-			return fmt.Errorf("webhook server at %s did not come up: %w", addr, err)
+			return errors.Join(fmt.Errorf("webhook server at %s did not come up: %w", addr, err), h.stopManager())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		h.stopManager()
-		return errors.New("manager cache did not sync")
+		return errors.Join(errors.New("manager cache did not sync"), h.stopManager())
 	}
 	c, err := client.New(h.cfg, client.Options{Scheme: h.env.Scheme})
 	if err != nil {
-		h.stopManager()
-		return fmt.Errorf("creating a client: %w", err)
+		return errors.Join(fmt.Errorf("creating a client: %w", err), h.stopManager())
 	}
 	h.client = c
 	h.mgr = mgr
 	return nil
 }
 
-func (h *harness) stopManager() {
+// stopManager stops the manager and returns what its Start returned.
+func (h *harness) stopManager() error {
 	h.cancel()
-	<-h.done
+	if err := <-h.done; err != nil {
+		return fmt.Errorf("manager: %w", err)
+	}
+	return nil
 }
 
 // stop stops the manager and the control plane.
 func (h *harness) stop() error {
-	h.stopManager()
-	return h.env.Stop()
+	return errors.Join(h.stopManager(), h.env.Stop())
 }
 
 // warningClient returns a client whose API warnings are collected.

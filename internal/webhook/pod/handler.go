@@ -165,7 +165,7 @@ func (i *Injector) bind(ctx context.Context, namespace, name string, pod *corev1
 	if pp.Spec.Status == guardrailsv1alpha1.PassportSuspended {
 		warnings = append(warnings, fmt.Sprintf("tollgate: AgentPassport %s is suspended; every call the pod makes is denied until it is active again", ref))
 	}
-	if pp.Spec.ExpiresAt != nil && !pp.Spec.ExpiresAt.Time.After(i.opts.Now()) {
+	if pp.Spec.ExpiresAt != nil && !pp.Spec.ExpiresAt.After(i.opts.Now()) {
 		warnings = append(warnings, fmt.Sprintf("tollgate: AgentPassport %s expired at %s; every call the pod makes is denied",
 			ref, pp.Spec.ExpiresAt.UTC().Format(time.RFC3339)))
 	}

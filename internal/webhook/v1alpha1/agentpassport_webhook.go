@@ -108,7 +108,7 @@ func (v AgentPassportValidator) validate(oldP, p *guardrailsv1alpha1.AgentPasspo
 	if v.Now != nil {
 		now = v.Now
 	}
-	if p.Spec.ExpiresAt != nil && !p.Spec.ExpiresAt.Time.After(now()) {
+	if p.Spec.ExpiresAt != nil && !p.Spec.ExpiresAt.After(now()) {
 		warnings = append(warnings, fmt.Sprintf("spec.expiresAt (%s) has passed: every call presenting this passport is denied",
 			p.Spec.ExpiresAt.UTC().Format(time.RFC3339)))
 	}
