@@ -60,7 +60,7 @@ envtest: ## Build (once) the envtest kube-apiserver and etcd into bin/k8s.
 test: ## Build the control plane if needed, then run every test (envtest suites included).
 	@assets="$${KUBEBUILDER_ASSETS:-$$(hack/envtest.sh "$(ENVTEST_DIR)")}"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
-	KUBEBUILDER_ASSETS="$$assets" go test ./... -count=1 -timeout 40m
+	KUBEBUILDER_ASSETS="$$assets" hack/test.sh
 
 .PHONY: verify
 verify: manifests generate ## Fail when generated files drift from the types.

@@ -24,22 +24,22 @@ const reloadDebounce = 150 * time.Millisecond
 
 // runServe serves the decider's HTTP API from manifest files, reloading them when they change.
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("serve", "-f PATH... [--addr :8080] [flags]", stderr)
+	flags := newFlagSet("serve", "-f PATH... [--addr :8080] [flags]", stderr)
 	var files pathList
-	fs.Var(&files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
-	fs.Var(&files, "filename", "same as -f")
-	addr := fs.String("addr", ":8080", "listen address")
-	namespace := fs.String("namespace", "", "namespace of bare passport names (default: the one namespace holding the passport)")
-	watch := fs.Bool("watch", true, "reload the manifests when they change; an invalid change keeps the last good set")
-	logFormat := fs.String("log-format", "text", "log format: text or json")
-	decisionLog := fs.Bool("decision-log", false, "write one JSON decision record per decision to stderr")
-	rest, err := parseFlags(fs, args)
+	flags.Var(&files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
+	flags.Var(&files, "filename", "same as -f")
+	addr := flags.String("addr", ":8080", "listen address")
+	namespace := flags.String("namespace", "", "namespace of bare passport names (default: the one namespace holding the passport)")
+	watch := flags.Bool("watch", true, "reload the manifests when they change; an invalid change keeps the last good set")
+	logFormat := flags.String("log-format", "text", "log format: text or json")
+	decisionLog := flags.Bool("decision-log", false, "write one JSON decision record per decision to stderr")
+	rest, err := parseFlags(flags, args)
 	if err != nil {
 		return helpOK(err)
 	}
 	files = append(files, rest...)
 	if len(files) == 0 {
-		fs.Usage()
+		flags.Usage()
 		return usageError("no manifests: give -f PATH (a file or directory of GuardrailPolicy and AgentPassport manifests)")
 	}
 	var handler slog.Handler
