@@ -173,6 +173,7 @@ type loadRun struct {
 	rate     float64 // decisions per second; 0 = closed loop (maximum)
 	rates    []float64
 	cpu      []float64 // server CPU seconds per second
+	client   []float64 // load generator (this process) CPU seconds per second
 	p50      []float64
 	p99      []float64
 	p999     []float64
@@ -230,7 +231,8 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 	notes := []string{fmt.Sprintf("Decider: `GOMAXPROCS=1 tollgate serve -f config/samples --decision-log` (authentication off, decision log to a file) as a child process, "+
 		"driven by internal/decider/loadgen from the bench process over loopback keep-alive connections: %d for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time); %s per run after %s warm-up. "+
 		"Requests: a round-robin mix of %d (allow, Modify, blocked pattern, agent_id lookup, suspended passport); a batch carries 10 of them. "+
-		"Per server CPU-second = decisions ÷ the server's CPU time (utime+stime): the rate one fully used core would give.",
+		"CPU is the share of one core each process used (from /proc); per server CPU-second = decisions ÷ the server's CPU time (utime+stime), the rate one fully used core would give: "+
+		"on 2 cores shared by server, load generator and other work the server rarely gets a whole core.",
 		closedLoopConns, openLoopConns, cfg.loadDur, warmup, len(requestMix))}
 	return rows, notes, nil
 }
@@ -316,6 +318,10 @@ func (lr *loadRun) measure(ctx context.Context, srv *server, dur time.Duration) 
 	if err != nil {
 		return err
 	}
+	clientBefore, err := sysinfo.ProcessCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
 	lc := loadgen.Config{URL: "http://" + srv.addr + lr.path, Bodies: lr.bodies, Duration: dur, Warmup: warmup,
 		Concurrency: closedLoopConns}
 	if lr.rate > 0 {
@@ -331,12 +337,17 @@ func (lr *loadRun) measure(ctx context.Context, srv *server, dur time.Duration) 
 	if err != nil {
 		return err
 	}
+	clientAfter, err := sysinfo.ProcessCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
 	if res.Errors > 0 {
 		return fmt.Errorf("%s: %d of %d requests failed, first: %s", lr.id, res.Errors, res.Errors+res.Requests, res.FirstError)
 	}
 	lr.rates = append(lr.rates, res.Throughput*float64(lr.perCall))
 	// CPU time covers warm-up and measurement alike, so divide by the whole wall time.
 	lr.cpu = append(lr.cpu, (cpuAfter-cpuBefore).Seconds()/wall.Seconds())
+	lr.client = append(lr.client, (clientAfter-clientBefore).Seconds()/wall.Seconds())
 	lr.p50 = append(lr.p50, float64(res.P50))
 	lr.p99 = append(lr.p99, float64(res.P99))
 	lr.p999 = append(lr.p999, float64(res.P999))
@@ -352,7 +363,7 @@ func httpRows(runs []*loadRun, n int) []report.Row {
 		if lr.rate == 0 {
 			r := report.Row{ID: lr.id + ".decisions_per_second", Name: lr.name, Unit: report.UnitPerSecond,
 				Summary: stats.Summarize(lr.rates), Over: over,
-				Note: fmt.Sprintf("server CPU %.0f%%", cpu.Median*100)}
+				Note: fmt.Sprintf("CPU: server %.0f%%, load generator %.0f%%", cpu.Median*100, stats.Summarize(lr.client).Median*100)}
 			if lr.perCall == 1 {
 				r = r.WithTarget(report.Target{Op: report.AtLeast, Value: targetDecisionsPerSec})
 			}

@@ -69,7 +69,7 @@ func TestPropagationRows(t *testing.T) {
 
 func TestHTTPRows(t *testing.T) {
 	runs := []*loadRun{
-		{id: "max", name: "single, max throughput", perCall: 1, rates: []float64{25000, 21000, 19000}, cpu: []float64{1, 1, 0.5}},
+		{id: "max", name: "single, max throughput", perCall: 1, rates: []float64{25000, 21000, 19000}, cpu: []float64{1, 1, 0.5}, client: []float64{1, 1, 1}},
 		{id: "fixed", name: "single @ 5,000/s", perCall: 1, rate: 5000,
 			p50: []float64{1e5, 2e5, 3e5}, p99: []float64{1e6, 3e6, 1.5e6}, p999: []float64{4e6, 5e6, 6e6}},
 	}
