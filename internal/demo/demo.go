@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,6 +116,7 @@ type demo struct {
 	steps    int
 	started  time.Time
 	k8s      client.Client
+	cfg      *rest.Config
 	endpoint string
 	http     *http.Client
 	wg       *sync.WaitGroup
@@ -212,6 +214,7 @@ func (d *demo) run(ctx context.Context) (*Result, error) {
 		return nil, &StepError{"connecting to the API server", err}
 	}
 	d.k8s = k8s
+	d.cfg = cfg
 
 	// 3. Controllers and endpoint.
 	start = d.begin("running the Tollgate controllers and a decision endpoint in-process")
@@ -602,53 +605,98 @@ func (d *demo) setStatusAndMeasure(ctx context.Context, status, want string, fai
 	return elapsed, nil
 }
 
-// printStatus prints the objects like `kubectl get gp,ap`.
+// printStatus prints the objects as `kubectl get gp,ap` does: from the API server's own table
+// rendering, so the columns are the CRDs' printer columns.
 func (d *demo) printStatus(ctx context.Context) error {
-	var gps guardrailsv1alpha1.GuardrailPolicyList
-	if err := d.k8s.List(ctx, &gps, client.InNamespace(DefaultNamespace)); err != nil {
-		return fmt.Errorf("listing GuardrailPolicies: %w", err)
-	}
-	var aps guardrailsv1alpha1.AgentPassportList
-	if err := d.k8s.List(ctx, &aps, client.InNamespace(DefaultNamespace)); err != nil {
-		return fmt.Errorf("listing AgentPassports: %w", err)
-	}
 	fmt.Fprintf(d.out, "\n    $ kubectl get gp,ap\n")
-	tw := tabwriter.NewWriter(d.out, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "    NAME\tVALID\tREADY\tRULES\tPASSPORTS\tENFORCEMENT\tAGE")
-	for _, p := range gps.Items {
-		enforcement := p.Spec.EnforcementAction
-		if enforcement == "" {
-			enforcement = policy.EnforcementEnforce
+	// Listing several kinds, kubectl prefixes each name with its kind and group.
+	for i, kind := range []struct{ resource, prefix string }{
+		{"guardrailpolicies", "guardrailpolicy.guardrails.tollgate.dev/"},
+		{"agentpassports", "agentpassport.guardrails.tollgate.dev/"},
+	} {
+		table, err := d.serverTable(ctx, kind.resource)
+		if err != nil {
+			return err
 		}
-		fmt.Fprintf(tw, "    guardrailpolicy.guardrails.tollgate.dev/%s\t%s\t%s\t%d\t%d\t%s\t%s\n", p.Name,
-			condStatus(p.Status.Conditions, guardrailsv1alpha1.ConditionValid), condStatus(p.Status.Conditions, guardrailsv1alpha1.ConditionReady),
-			p.Status.RuleCount, p.Status.SelectedPassports, enforcement, age(p.CreationTimestamp))
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("writing status: %w", err)
-	}
-	fmt.Fprintln(d.out)
-	tw = tabwriter.NewWriter(d.out, 0, 4, 3, ' ', 0)
-	fmt.Fprintln(tw, "    NAME\tPHASE\tAGENT\tOWNER\tREADY\tAGE")
-	for _, p := range aps.Items {
-		fmt.Fprintf(tw, "    agentpassport.guardrails.tollgate.dev/%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Status.Phase,
-			p.Status.AgentID, p.Spec.Owner.ID, condStatus(p.Status.Conditions, guardrailsv1alpha1.ConditionReady), age(p.CreationTimestamp))
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("writing status: %w", err)
+		if i > 0 {
+			fmt.Fprintln(d.out)
+		}
+		if err := writeTable(d.out, table, kind.prefix, time.Now()); err != nil {
+			return fmt.Errorf("writing status: %w", err)
+		}
 	}
 	return nil
 }
 
-func condStatus(conds []metav1.Condition, typ string) string {
-	if c := apimeta.FindStatusCondition(conds, typ); c != nil {
-		return string(c.Status)
+// serverTable lists resource in the demo namespace as a meta.k8s.io Table, as kubectl asks for it.
+func (d *demo) serverTable(ctx context.Context, resource string) (*metav1.Table, error) {
+	hc, err := rest.HTTPClientFor(d.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building an API client: %w", err)
 	}
-	return "-"
+	url := strings.TrimSuffix(d.cfg.Host, "/") + "/apis/" + guardrailsv1alpha1.GroupVersion.String() +
+		"/namespaces/" + DefaultNamespace + "/" + resource
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", resource, err)
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("listing %s: %w", resource, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("listing %s: %s", resource, resp.Status)
+	}
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		return nil, fmt.Errorf("decoding the %s table: %w", resource, err)
+	}
+	return &table, nil
 }
 
-func age(t metav1.Time) string {
-	return round(time.Since(t.Time).Truncate(time.Second)).String()
+// writeTable prints a server-side table the way kubectl does: columns of priority 0, dates as ages,
+// names prefixed with namePrefix.
+func writeTable(w io.Writer, table *metav1.Table, namePrefix string, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
+	var cols []int
+	var header []string
+	for i, c := range table.ColumnDefinitions {
+		if c.Priority == 0 {
+			cols = append(cols, i)
+			header = append(header, strings.ToUpper(c.Name))
+		}
+	}
+	fmt.Fprintln(tw, "    "+strings.Join(header, "\t"))
+	for _, row := range table.Rows {
+		cells := make([]string, 0, len(cols))
+		for _, i := range cols {
+			var v any
+			if i < len(row.Cells) {
+				v = row.Cells[i]
+			}
+			cells = append(cells, formatCell(table.ColumnDefinitions[i], v, now))
+		}
+		if len(cells) > 0 && table.ColumnDefinitions[cols[0]].Format == "name" {
+			cells[0] = namePrefix + cells[0]
+		}
+		fmt.Fprintln(tw, "    "+strings.Join(cells, "\t"))
+	}
+	return tw.Flush()
+}
+
+func formatCell(col metav1.TableColumnDefinition, v any, now time.Time) string {
+	if v == nil {
+		return "<none>"
+	}
+	s := fmt.Sprint(v)
+	if col.Type == "date" {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return duration.HumanDuration(now.Sub(t))
+		}
+	}
+	return s
 }
 
 func (d *demo) writeKubeconfig(env *envtest.Environment) error {
