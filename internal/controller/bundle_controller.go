@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,7 +219,7 @@ func countSelected(passports []policy.Passport, policies map[string]enforcedPoli
 	groups := map[string]labels.Set{}
 	counts := map[string]int32{}
 	for i := range passports {
-		k := labelKey(passports[i].Labels)
+		k := labels.Set(passports[i].Labels).String()
 		if _, ok := groups[k]; !ok {
 			groups[k] = labels.Set(passports[i].Labels)
 		}
@@ -246,22 +244,6 @@ func countSelected(passports []policy.Passport, policies map[string]enforcedPoli
 		ep.selected = n
 		policies[name] = ep
 	}
-}
-
-func labelKey(l map[string]string) string {
-	keys := make([]string, 0, len(l))
-	for k := range l {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var sb strings.Builder
-	for _, k := range keys {
-		sb.WriteString(k)
-		sb.WriteByte('=')
-		sb.WriteString(l[k])
-		sb.WriteByte(0)
-	}
-	return sb.String()
 }
 
 // loadStored reads what an earlier process stored for ns: its revision and its policies (the last

@@ -776,6 +776,9 @@ func selectSet(policies []*cPolicy, lbls map[string]string, sets map[string]*pol
 	return set
 }
 
+// labelKey is a canonical key of a label set. Labels in a bundle are not necessarily validated by an
+// API server (files, the CLI), so entries are separated by NUL rather than trusting that keys and
+// values never contain the separators labels.Set.String uses.
 func labelKey(l map[string]string) string {
 	if len(l) == 0 {
 		return ""
