@@ -71,14 +71,15 @@ func TestHTTPRows(t *testing.T) {
 	runs := []*loadRun{
 		{id: "max", name: "single, max throughput", perCall: 1, rates: []float64{25000, 21000, 19000}, cpu: []float64{1, 1, 0.5}, client: []float64{1, 1, 1}},
 		{id: "fixed", name: "single @ 5,000/s", perCall: 1, rate: 5000,
-			p50: []float64{1e5, 2e5, 3e5}, p99: []float64{1e6, 3e6, 1.5e6}, p999: []float64{4e6, 5e6, 6e6}},
+			p50: []float64{1e5, 2e5, 3e5}, p99: []float64{1e6, 3e6, 1.5e6}, p999: []float64{4e6, 5e6, 6e6},
+			sentP99: []float64{5e5, 7e5, 6e5}},
 	}
 	rows := httpRows(runs, 3)
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		ids[i] = r.ID
 	}
-	want := []string{"max.decisions_per_second", "max.decisions_per_server_cpu_second", "fixed.p50", "fixed.p99", "fixed.p99.9"}
+	want := []string{"max.decisions_per_second", "max.decisions_per_server_cpu_second", "fixed.p50", "fixed.p99", "fixed.p99.9", "fixed.p99_from_actual_send"}
 	if !slices.Equal(ids, want) {
 		t.Fatalf("ids = %v, want %v", ids, want)
 	}
@@ -90,5 +91,8 @@ func TestHTTPRows(t *testing.T) {
 	}
 	if rows[3].Median != 1.5e6 || rows[3].Met == nil || !*rows[3].Met {
 		t.Errorf("p99 row: %+v", rows[3])
+	}
+	if rows[5].Median != 6e5 || rows[5].Target != nil {
+		t.Errorf("p99 from actual send: median %v, want 6e5 and no target: %+v", rows[5].Median, rows[5])
 	}
 }

@@ -5,6 +5,7 @@
 package loadgen
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -12,8 +13,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
+	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -84,17 +88,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		MaxIdleConns:        cfg.Concurrency,
-		MaxIdleConnsPerHost: cfg.Concurrency,
-		MaxConnsPerHost:     cfg.Concurrency,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+	reqs, err := encodeRequests(cfg)
+	if err != nil {
+		return Result{}, err
 	}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr, Timeout: cfg.Timeout}
 
 	start := time.Now()
 	measureFrom := start.Add(cfg.Warmup)
@@ -108,45 +105,39 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		errs     int64
 		firstErr error
 	}
+	// Open loop: one pacer hands each request's scheduled start to the next free worker, so a slow
+	// answer delays the requests queued behind it and that delay counts as latency.
+	var schedule chan time.Time
+	if cfg.Rate > 0 {
+		schedule = make(chan time.Time, int(cfg.Rate)+cfg.Concurrency)
+		go pace(ctx, schedule, start, time.Duration(float64(time.Second)/cfg.Rate))
+	}
+	capHint := 1024
+	if cfg.Rate > 0 {
+		capHint = int(cfg.Rate*cfg.Duration.Seconds())/cfg.Concurrency + 16
+	}
 	results := make([]workerResult, cfg.Concurrency)
 	var wg sync.WaitGroup
 	for w := range cfg.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			res := &results[w]
-			capHint := 1024
-			if cfg.Rate > 0 {
-				capHint = int(cfg.Rate*cfg.Duration.Seconds())/cfg.Concurrency + 16
-			}
 			res.lat = make([]time.Duration, 0, capHint)
 			res.svc = make([]time.Duration, 0, capHint)
-			var interval time.Duration
-			if cfg.Rate > 0 {
-				// Worker w sends requests w, w+N, w+2N, … of the global schedule.
-				interval = time.Duration(float64(time.Second) * float64(cfg.Concurrency) / cfg.Rate)
-			}
-			next := start.Add(time.Duration(float64(w) / float64(cfg.Concurrency) * float64(interval)))
+			conn := &keepAliveConn{addr: reqs.addr, timeout: cfg.Timeout}
+			defer conn.close()
 			for i := w; ; i += cfg.Concurrency {
+				scheduled := time.Now()
+				if schedule != nil {
+					var ok bool
+					if scheduled, ok = <-schedule; !ok {
+						return
+					}
+				}
 				if ctx.Err() != nil {
 					return
 				}
-				scheduled := time.Now()
-				if interval > 0 {
-					if d := time.Until(next); d > 0 {
-						t := time.NewTimer(d)
-						select {
-						case <-ctx.Done():
-							t.Stop()
-							return
-						case <-t.C:
-						}
-					}
-					scheduled = next
-					next = next.Add(interval)
-				}
 				sent := time.Now()
-				err := post(ctx, client, cfg, cfg.Bodies[i%len(cfg.Bodies)])
+				err := conn.do(reqs.raw[i%len(reqs.raw)])
 				done := time.Now()
 				if done.After(end) {
 					return
@@ -167,7 +158,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				res.lat = append(res.lat, done.Sub(scheduled))
 				res.svc = append(res.svc, done.Sub(sent))
 			}
-		}()
+		})
 	}
 	wg.Wait()
 
@@ -196,6 +187,27 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return out, nil
 }
 
+// pace sends the scheduled start of every request, one per interval from start, until ctx ends. It
+// sleeps on its own OS thread with nanosleep: the Go runtime's timers may fire up to a millisecond
+// late when the process is idle, and that lateness would count as server latency.
+func pace(ctx context.Context, schedule chan<- time.Time, start time.Time, interval time.Duration) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	defer close(schedule)
+	for next := start; ctx.Err() == nil; next = next.Add(interval) {
+		if d := time.Until(next); d > 0 {
+			ts := syscall.NsecToTimespec(d.Nanoseconds())
+			for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+			}
+		}
+		select {
+		case schedule <- next:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 func pct(sorted []time.Duration, p float64) time.Duration {
 	if len(sorted) == 0 {
 		return 0
@@ -204,18 +216,73 @@ func pct(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-func post(ctx context.Context, client *http.Client, cfg Config, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.URL, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("building request: %w", err)
+// requests are the load's HTTP requests, serialised once with net/http's own writer.
+type requests struct {
+	addr string
+	raw  [][]byte
+}
+
+func encodeRequests(cfg Config) (requests, error) {
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Scheme != "http" || u.Host == "" {
+		return requests{}, fmt.Errorf("loadgen: URL %q must be http://host:port/path", cfg.URL)
 	}
-	for k, v := range cfg.Header {
-		req.Header[k] = v
+	out := requests{addr: u.Host}
+	for _, body := range cfg.Bodies {
+		req, err := http.NewRequest(http.MethodPost, cfg.URL, bytes.NewReader(body))
+		if err != nil {
+			return requests{}, fmt.Errorf("loadgen: building a request: %w", err)
+		}
+		for k, v := range cfg.Header {
+			req.Header[k] = v
+		}
+		req.Header.Set("Content-Type", "application/json")
+		var buf bytes.Buffer
+		if err := req.Write(&buf); err != nil {
+			return requests{}, fmt.Errorf("loadgen: encoding a request: %w", err)
+		}
+		out.raw = append(out.raw, buf.Bytes())
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
+	return out, nil
+}
+
+// keepAliveConn is one worker's keep-alive HTTP/1.1 connection: it writes a pre-serialised request
+// and parses the answer with net/http's response reader. A worker waits for each answer before it
+// sends the next request, so no pipelining is involved; the connection is redialled after errors.
+// Bypassing http.Transport keeps the load generator's own cost per request small, which matters
+// when it shares two cores with the server it measures.
+type keepAliveConn struct {
+	addr    string
+	timeout time.Duration
+	conn    net.Conn
+	br      *bufio.Reader
+}
+
+func (c *keepAliveConn) do(raw []byte) error {
+	if c.conn == nil {
+		conn, err := net.DialTimeout("tcp", c.addr, c.timeout)
+		if err != nil {
+			return fmt.Errorf("dialing %s: %w", c.addr, err)
+		}
+		c.conn, c.br = conn, bufio.NewReader(conn)
+	}
+	if err := c.roundTrip(raw); err != nil {
+		c.close()
+		return err
+	}
+	return nil
+}
+
+func (c *keepAliveConn) roundTrip(raw []byte) error {
+	if err := c.conn.SetDeadline(time.Now().Add(c.timeout)); err != nil {
+		return fmt.Errorf("setting a deadline: %w", err)
+	}
+	if _, err := c.conn.Write(raw); err != nil {
 		return fmt.Errorf("request: %w", err)
+	}
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return fmt.Errorf("reading response: %w", err)
 	}
 	_, copyErr := io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
@@ -225,5 +292,15 @@ func post(ctx context.Context, client *http.Client, cfg Config, body []byte) err
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("HTTP %d", resp.StatusCode)
 	}
+	if resp.Close {
+		c.close()
+	}
 	return nil
+}
+
+func (c *keepAliveConn) close() {
+	if c.conn != nil {
+		_ = c.conn.Close()
+		c.conn, c.br = nil, nil
+	}
 }
