@@ -217,6 +217,20 @@ func tooLarge(n int64) *RequestError {
 }
 
 // authenticate returns the caller, or writes the 401/503 answer and returns ok=false.
+// admit authenticates the caller of a POST route and reads its body. When it reports false it has
+// already answered, with the returned status.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*Caller, []byte, int, bool) {
+	caller, status, ok := s.authenticate(w, r)
+	if !ok {
+		return nil, nil, status, false
+	}
+	body, rerr, status := s.readBody(w, r)
+	if rerr != nil {
+		return nil, nil, writeError(w, status, rerr), false
+	}
+	return caller, body, 0, true
+}
+
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Caller, int, bool) {
 	if s.opts.Authenticator == nil {
 		return nil, 0, true
@@ -250,13 +264,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Caller, 
 }
 
 func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) int {
-	caller, code, ok := s.authenticate(w, r)
+	caller, body, status, ok := s.admit(w, r)
 	if !ok {
-		return code
-	}
-	body, rerr, status := s.readBody(w, r)
-	if rerr != nil {
-		return writeError(w, status, rerr)
+		return status
 	}
 	req, err := DecodeRequest(body)
 	if err != nil {
@@ -309,13 +319,9 @@ func asRequestError(err error) *RequestError {
 }
 
 func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) int {
-	caller, code, ok := s.authenticate(w, r)
+	caller, body, status, ok := s.admit(w, r)
 	if !ok {
-		return code
-	}
-	body, rerr, status := s.readBody(w, r)
-	if rerr != nil {
-		return writeError(w, status, rerr)
+		return status
 	}
 	var br batchRequest
 	if err := decodeJSON(body, &br, ""); err != nil {
@@ -363,13 +369,9 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) int {
 	if policyID == "" || strings.Contains(policyID, "/") || len(policyID) > maxNameLen {
 		return writeError(w, http.StatusNotFound, fieldErr(ErrCodeNotFound, "policy_id", "want %s{policy_id}", verifyPrefix))
 	}
-	caller, code, ok := s.authenticate(w, r)
+	caller, body, status, ok := s.admit(w, r)
 	if !ok {
-		return code
-	}
-	body, rerr, status := s.readBody(w, r)
-	if rerr != nil {
-		return writeError(w, status, rerr)
+		return status
 	}
 	req, err := decodeVerify(body, policyID)
 	if err != nil {

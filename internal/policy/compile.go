@@ -683,14 +683,8 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	for i := range b.Policies {
 		p := &b.Policies[i]
 		base := objectPath("policies", p.Name, i)
-		if p.Name == "" {
-			e.add(base+".name", "required")
-		} else if _, dup := s.ruleCount[p.Name]; dup {
-			e.add(base+".name", "duplicate policy name %q", p.Name)
-		}
-		if p.Namespace != "" && b.Namespace != "" && p.Namespace != b.Namespace {
-			e.add(base+".namespace", "namespace %q differs from the bundle namespace %q", p.Namespace, b.Namespace)
-		}
+		_, dup := s.ruleCount[p.Name]
+		checkObject(&e, base, "policy", p.Name, dup, p.Namespace, b.Namespace)
 		ns := p.Namespace
 		if ns == "" {
 			ns = b.Namespace
@@ -717,14 +711,8 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	for i := range b.Passports {
 		p := &b.Passports[i]
 		base := objectPath("passports", p.Name, i)
-		if p.Name == "" {
-			e.add(base+".name", "required")
-		} else if _, dup := s.passports[p.Name]; dup {
-			e.add(base+".name", "duplicate passport name %q", p.Name)
-		}
-		if p.Namespace != "" && b.Namespace != "" && p.Namespace != b.Namespace {
-			e.add(base+".namespace", "namespace %q differs from the bundle namespace %q", p.Namespace, b.Namespace)
-		}
+		_, dup := s.passports[p.Name]
+		checkObject(&e, base, "passport", p.Name, dup, p.Namespace, b.Namespace)
 		e.list = append(e.list, CompilePassport(p.Spec).prefixed(base+".")...)
 		cp := compilePassport(*p)
 		if cp.agentID != "" {
@@ -796,6 +784,19 @@ func labelKey(l map[string]string) string {
 		sb.WriteByte(0)
 	}
 	return sb.String()
+}
+
+// checkObject checks the name and namespace of a bundle's object at path base; duplicate says an
+// earlier object of the same kind has the name.
+func checkObject(e *errs, base, kind, name string, duplicate bool, namespace, bundleNamespace string) {
+	if name == "" {
+		e.add(base+".name", "required")
+	} else if duplicate {
+		e.add(base+".name", "duplicate %s name %q", kind, name)
+	}
+	if namespace != "" && bundleNamespace != "" && namespace != bundleNamespace {
+		e.add(base+".namespace", "namespace %q differs from the bundle namespace %q", namespace, bundleNamespace)
+	}
 }
 
 func objectPath(kind, name string, i int) string {
