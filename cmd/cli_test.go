@@ -49,8 +49,15 @@ type result struct {
 func runBin(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(tollgateBin, args...)
-	cmd.Dir = repoRoot
 	cmd.Stdin = strings.NewReader(stdin)
+	return runCmd(t, cmd)
+}
+
+// runCmd runs a command of the binary in the repository root and collects its output and exit
+// code; it fails the test only when the binary could not run at all.
+func runCmd(t *testing.T, cmd *exec.Cmd) result {
+	t.Helper()
+	cmd.Dir = repoRoot
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -60,7 +67,7 @@ func runBin(t *testing.T, stdin string, args ...string) result {
 	case errors.As(err, &ee):
 		res.code = ee.ExitCode()
 	case err != nil:
-		t.Fatalf("running tollgate %v: %v", args, err)
+		t.Fatalf("running %v: %v", cmd.Args, err)
 	}
 	return res
 }

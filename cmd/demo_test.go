@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,20 +17,7 @@ func runDemoBin(t *testing.T, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tollgateBin, append([]string{"demo"}, args...)...)
-	cmd.Dir = repoRoot
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := result{stdout: stdout.String(), stderr: stderr.String()}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		res.code = ee.ExitCode()
-	case err != nil:
-		t.Fatalf("running tollgate demo: %v", err)
-	}
-	return res
+	return runCmd(t, exec.CommandContext(ctx, tollgateBin, append([]string{"demo"}, args...)...))
 }
 
 func TestDemoOnce(t *testing.T) {
