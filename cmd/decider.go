@@ -31,7 +31,8 @@ func runDecider(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		tokenCache    = fs.Int("token-cache-size", 4096, "maximum number of cached TokenReview results")
 		defaultNS     = fs.String("default-namespace", "", "namespace of bare passport names (default: a bare name must be unique)")
 		decisionLog   = fs.Bool("decision-log", true, "write one JSON line per decision to stdout")
-		logToolInput  = fs.Bool("decision-log-tool-input", false, "include tool arguments in the decision log")
+		logInput      = fs.Bool("decision-log-include-input", false, "include tool arguments and rewritten arguments in the decision log (off: no argument value is logged)")
+		logToolInput  = fs.Bool("decision-log-tool-input", false, "deprecated: same as --decision-log-include-input")
 		logBuffer     = fs.Int("decision-log-buffer", decider.DefaultLogBuffer, "decision-log buffer in records (records beyond it are dropped and counted)")
 		maxBody       = fs.Int64("max-body-bytes", decider.DefaultMaxBodyBytes, "maximum request body size")
 		maxBatch      = fs.Int("max-batch", decider.DefaultMaxBatch, "maximum requests per batch")
@@ -96,7 +97,7 @@ func runDecider(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		log.Warn("authentication is off: any caller may present any passport")
 	}
 	if *decisionLog {
-		opts.DecisionLog = decider.NewDecisionLog(stdout, *logBuffer, *logToolInput)
+		opts.DecisionLog = decider.NewDecisionLog(stdout, *logBuffer, *logInput || *logToolInput)
 	}
 	srv := decider.NewServer(store, opts)
 

@@ -8,12 +8,18 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tollgate-dev/tollgate/internal/decider"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
@@ -24,15 +30,20 @@ const reloadDebounce = 150 * time.Millisecond
 
 // runServe serves the decider's HTTP API from manifest files, reloading them when they change.
 func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
-	flags := newFlagSet("serve", "-f PATH... [--addr :8080] [flags]", stderr)
+	flags := newFlagSet("serve", "-f PATH... [--addr 127.0.0.1:8080] [flags]", stderr)
 	var files pathList
 	flags.Var(&files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
 	flags.Var(&files, "filename", "same as -f")
-	addr := flags.String("addr", ":8080", "listen address")
+	addr := flags.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use e.g. :8080 to listen on every interface)")
+	metricsAddr := flags.String("metrics-addr", "", "serve /metrics on this address instead (empty: on --addr)")
 	namespace := flags.String("namespace", "", "namespace of bare passport names (default: the one namespace holding the passport)")
 	watch := flags.Bool("watch", true, "reload the manifests when they change; an invalid change keeps the last good set")
 	logFormat := flags.String("log-format", "text", "log format: text or json")
 	decisionLog := flags.Bool("decision-log", false, "write one JSON decision record per decision to stderr")
+	logInput := flags.Bool("decision-log-include-input", false, "include tool arguments and rewritten arguments in the decision log (off: no argument value is logged)")
+	tokenFile := flags.String("token-file", "", "require a bearer token listed in FILE (lines \"<token> <subject>\", subject system:serviceaccount:<ns>:<name> or a ServiceAccount name); re-read on change and on SIGHUP")
+	kubeconfig := flags.String("kubeconfig", "", "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
+	audience := flags.String("token-audience", decider.DefaultAudience, "audience TokenReview tokens must carry (with --kubeconfig)")
 	rest, err := parseFlags(flags, args)
 	if err != nil {
 		return helpOK(err)
@@ -51,16 +62,37 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	default:
 		return usageError("--log-format %q: want text or json", *logFormat)
 	}
+	if *tokenFile != "" && *kubeconfig != "" {
+		return usageError("--token-file and --kubeconfig: choose one way to authenticate callers")
+	}
 	log := slog.New(handler)
+
+	opts := decider.Options{DefaultNamespace: *namespace, Logger: log, SeparateMetrics: *metricsAddr != ""}
+	authnDesc := "authentication off"
+	var tokens *decider.StaticTokenAuthenticator
+	switch {
+	case *tokenFile != "":
+		if tokens, err = decider.NewStaticTokenAuthenticator(*tokenFile); err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		opts.Authenticator = tokens
+		authnDesc = fmt.Sprintf("bearer tokens from %s", *tokenFile)
+	case *kubeconfig != "":
+		cs, err := kubeClient(*kubeconfig)
+		if err != nil {
+			return &exitError{code: exitFailed, err: err}
+		}
+		opts.Authenticator = decider.NewTokenReviewAuthenticator(cs, decider.TokenReviewConfig{Audience: *audience})
+		authnDesc = "ServiceAccount tokens (TokenReview, audience " + *audience + ")"
+	}
 
 	store := decider.NewStore()
 	fl := &fileLoader{paths: files, store: store, log: log}
 	if err := fl.reload(); err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
-	opts := decider.Options{DefaultNamespace: *namespace, Logger: log}
 	if *decisionLog {
-		opts.DecisionLog = decider.NewDecisionLog(stderr, decider.DefaultLogBuffer, false)
+		opts.DecisionLog = decider.NewDecisionLog(stderr, decider.DefaultLogBuffer, *logInput)
 	}
 	srv := decider.NewServer(store, opts)
 
@@ -69,18 +101,41 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("listening on %s: %w", *addr, err)}
 	}
+	var mln net.Listener
+	if *metricsAddr != "" {
+		if mln, err = lc.Listen(ctx, "tcp", *metricsAddr); err != nil {
+			_ = ln.Close()
+			return &exitError{code: exitFailed, err: fmt.Errorf("listening on %s: %w", *metricsAddr, err)}
+		}
+	}
+	var bg sync.WaitGroup // the token watcher and the metrics listener
+	defer bg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	defer cancel() // runs before bg.Wait
 	watchErr := make(chan error, 1)
 	if *watch {
 		w, err := fl.watcher()
 		if err != nil {
 			_ = ln.Close()
+			if mln != nil {
+				_ = mln.Close()
+			}
 			return &exitError{code: exitFailed, err: err}
 		}
 		go func() { watchErr <- fl.watch(ctx, w) }()
 	}
-	fmt.Fprintf(stderr, "tollgate serve: decision API on http://%s (authentication off; POST /v1/decide)\n", ln.Addr())
+	if tokens != nil {
+		bg.Go(func() { watchTokenFile(ctx, tokens, log) })
+	}
+	if mln != nil {
+		bg.Go(func() { serveMetrics(ctx, mln, srv, log) })
+		fmt.Fprintf(stderr, "tollgate serve: metrics on http://%s/metrics\n", mln.Addr())
+	}
+	if opts.Authenticator == nil && !isLoopback(ln.Addr()) {
+		log.Warn("authentication is off on a non-loopback address: anyone who reaches it may present any passport (use --token-file or --kubeconfig)",
+			"addr", ln.Addr().String())
+	}
+	fmt.Fprintf(stderr, "tollgate serve: decision API on http://%s (%s; POST /v1/decide)\n", ln.Addr(), authnDesc)
 	serveErr := srv.Serve(ctx, ln)
 	cancel()
 	if *watch {
@@ -89,6 +144,99 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 	}
 	return serveErr
+}
+
+// kubeClient builds a clientset from a kubeconfig file.
+func kubeClient(path string) (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = path
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "tollgate-serve"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// serveMetrics serves srv's /metrics on ln until ctx is done.
+func serveMetrics(ctx context.Context, ln net.Listener, srv *decider.Server, log *slog.Logger) {
+	hs := &http.Server{
+		Handler:           srv.MetricsHandler(),
+		ReadHeaderTimeout: decider.DefaultReadHeaderTimeout,
+		ReadTimeout:       decider.DefaultReadTimeout,
+		WriteTimeout:      decider.DefaultWriteTimeout,
+		IdleTimeout:       decider.DefaultIdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		log.Error("metrics listener stopped", "err", err)
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil {
+			_ = hs.Close()
+		}
+		<-errc
+	}
+}
+
+// watchTokenFile re-reads the token file when its directory changes (debounced; a Kubernetes Secret
+// volume swaps a symlink) and on SIGHUP. An invalid file authenticates no one until it is fixed.
+func watchTokenFile(ctx context.Context, a *decider.StaticTokenAuthenticator, log *slog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var events <-chan fsnotify.Event
+	if w, err := fsnotify.NewWatcher(); err != nil {
+		log.Warn("cannot watch the token file; reload it with SIGHUP", "err", err)
+	} else {
+		defer func() { _ = w.Close() }()
+		if err := w.Add(filepath.Dir(a.Path())); err != nil {
+			log.Warn("cannot watch the token file; reload it with SIGHUP", "err", err)
+		} else {
+			events = w.Events
+		}
+	}
+	reload := func() {
+		changed, err := a.Reload()
+		switch {
+		case err != nil:
+			log.Error("token file invalid: no bearer token is accepted until it is fixed", "err", err)
+		case changed:
+			log.Info("reloaded token file", "tokens", a.Len())
+		}
+	}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			reload()
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			timer.Reset(reloadDebounce)
+		case <-timer.C:
+			reload()
+		}
+	}
 }
 
 // fileLoader loads manifest files into a decider store.

@@ -29,6 +29,8 @@ func startServe(t *testing.T, args ...string) (string, *safeBuffer, func() int) 
 		t.Fatal(err)
 	}
 	logs := &safeBuffer{}
+	serveProcs[logs] = cmd.Process
+	t.Cleanup(func() { delete(serveProcs, logs) })
 	urlc := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`decision API on (http://\S+)`)

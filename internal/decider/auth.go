@@ -24,10 +24,18 @@ type Caller struct {
 	Namespace string
 	// ServiceAccount is the ServiceAccount's name.
 	ServiceAccount string
+	// AnyNamespace makes the caller match ServiceAccount in every namespace's passports: a static
+	// token whose subject is a plain name (StaticTokenAuthenticator). TokenReview callers never set it.
+	AnyNamespace bool
 }
 
-// String returns "namespace/name".
-func (c Caller) String() string { return c.Namespace + "/" + c.ServiceAccount }
+// String returns "namespace/name" ("*/name" for AnyNamespace).
+func (c Caller) String() string {
+	if c.AnyNamespace {
+		return "*/" + c.ServiceAccount
+	}
+	return c.Namespace + "/" + c.ServiceAccount
+}
 
 // Authenticator checks a bearer token and names the ServiceAccount presenting it.
 type Authenticator interface {

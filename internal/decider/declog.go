@@ -31,7 +31,8 @@ type LogRecord struct {
 	CallID   string `json:"call_id,omitempty"`
 	// Outcome is allow, deny or modify.
 	Outcome string `json:"outcome"`
-	// Reasons are the decision's reasons.
+	// Reasons are the decision's reasons; unless the log opts in to input, a quoted fragment of a
+	// message that comes from the arguments is replaced by "[redacted]".
 	Reasons []policy.Reason `json:"reasons"`
 	// PolicyID is the deciding policy.
 	PolicyID string `json:"policy_id"`
@@ -39,11 +40,48 @@ type LogRecord struct {
 	BundleRevision string `json:"bundle_revision"`
 	// LatencyMS is the time spent deciding, in milliseconds.
 	LatencyMS float64 `json:"latency_ms"`
-	// DryRun and Warnings carry DryRun and Warn policies' results.
-	DryRun   []policy.PolicyResult `json:"dry_run,omitempty"`
-	Warnings []policy.PolicyResult `json:"warnings,omitempty"`
+	// ChangedFields and RemovedFields name the tool-input fields a modify decision set (changed or
+	// added) and removed, as dotted paths: names only, never values.
+	ChangedFields []string `json:"changed_fields,omitempty"`
+	RemovedFields []string `json:"removed_fields,omitempty"`
+	// DryRun and Warnings carry DryRun and Warn policies' results (their rewritten input only when
+	// the log opts in to input).
+	DryRun   []LogPolicyResult `json:"dry_run,omitempty"`
+	Warnings []LogPolicyResult `json:"warnings,omitempty"`
 	// ToolInput is the tool's arguments, only when the log opts in.
 	ToolInput map[string]any `json:"tool_input,omitempty"`
+	// ModifiedInput is a modify decision's rewritten arguments, only when the log opts in.
+	ModifiedInput map[string]any `json:"modified_input,omitempty"`
+
+	// src is what the Server decided from; the log's goroutine derives the fields above from it
+	// (finish), so that the hot path only copies references.
+	src logSource
+}
+
+// LogPolicyResult is what one DryRun or Warn policy decided or would have decided, as logged.
+type LogPolicyResult struct {
+	// PolicyID is the policy id plus "#rule".
+	PolicyID string `json:"policy_id"`
+	// Decision is allow, deny or modify.
+	Decision string `json:"decision"`
+	// Reason is the policy's reason.
+	Reason policy.Reason `json:"reason"`
+	// ChangedFields and RemovedFields name the fields a modify would have set and removed.
+	ChangedFields []string `json:"changed_fields,omitempty"`
+	RemovedFields []string `json:"removed_fields,omitempty"`
+	// ModifiedInput is the would-be rewritten input, only when the log opts in to input.
+	ModifiedInput map[string]any `json:"modified_input,omitempty"`
+}
+
+// logSource holds references to a decision's request and results until the log writes them.
+type logSource struct {
+	input    map[string]any
+	modified map[string]any
+	dryRun   []policy.PolicyResult
+	warnings []policy.PolicyResult
+	// snap is the snapshot that decided (nil when none did): its passport's limits tell quoted
+	// limit values (e.g. a blocked pattern) from quoted argument values.
+	snap *policy.Snapshot
 }
 
 // DecisionLog writes LogRecords as JSON lines from a background goroutine. Log never blocks: when
@@ -65,7 +103,9 @@ type DecisionLog struct {
 const DefaultLogBuffer = 8192
 
 // NewDecisionLog starts a log writing to w with a buffer of size records (DefaultLogBuffer when ≤ 0).
-// withInput keeps tool arguments in the records. Close flushes and stops it.
+// withInput keeps tool arguments (and modify decisions' rewritten arguments) in the records; without
+// it no argument value is written: modify results name the fields they change, and a reason message
+// that quotes an argument has the quote redacted. Close flushes and stops it.
 func NewDecisionLog(w io.Writer, size int, withInput bool) *DecisionLog {
 	if size <= 0 {
 		size = DefaultLogBuffer
@@ -86,9 +126,6 @@ func (l *DecisionLog) Log(rec *LogRecord) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
 		return
-	}
-	if !l.withInput {
-		rec.ToolInput = nil
 	}
 	select {
 	case l.ch <- rec:
@@ -112,6 +149,7 @@ func (l *DecisionLog) run() {
 	var line []byte
 	dirty := false
 	write := func(rec *LogRecord) {
+		finish(rec, l.withInput)
 		var err error
 		line, err = appendLogRecord(line[:0], rec)
 		if err == nil {

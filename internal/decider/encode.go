@@ -185,6 +185,14 @@ func appendLogRecord(b []byte, r *LogRecord) ([]byte, error) {
 	b = appendString(b, r.BundleRevision)
 	b = append(b, `,"latency_ms":`...)
 	b = strconv.AppendFloat(b, r.LatencyMS, 'f', -1, 64)
+	if len(r.ChangedFields) > 0 {
+		b = append(b, `,"changed_fields":`...)
+		b = appendStrings(b, r.ChangedFields)
+	}
+	if len(r.RemovedFields) > 0 {
+		b = append(b, `,"removed_fields":`...)
+		b = appendStrings(b, r.RemovedFields)
+	}
 	if len(r.DryRun) > 0 {
 		b = append(b, `,"dry_run":`...)
 		if b, err = appendAny(b, r.DryRun); err != nil {
@@ -203,6 +211,23 @@ func appendLogRecord(b []byte, r *LogRecord) ([]byte, error) {
 			return b, err
 		}
 	}
+	if len(r.ModifiedInput) > 0 {
+		b = append(b, `,"modified_input":`...)
+		if b, err = appendAny(b, r.ModifiedInput); err != nil {
+			return b, err
+		}
+	}
 	b = append(b, '}', '\n')
 	return b, nil
+}
+
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
 }

@@ -33,7 +33,9 @@ func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	for _, s := range oddStrings {
 		r := LogRecord{DecisionID: s, Time: now, Passport: s, AgentID: s, Caller: s, Hook: s, Tool: s, ThreadID: s, CallID: s,
 			Outcome: s, Reasons: []policy.Reason{{Code: s, Message: s}}, PolicyID: s, BundleRevision: s, LatencyMS: 0.012345,
-			DryRun: []policy.PolicyResult{{PolicyID: s}}, Warnings: []policy.PolicyResult{{PolicyID: s}}, ToolInput: map[string]any{s: s}}
+			ChangedFields: []string{s, "x"}, RemovedFields: []string{s},
+			DryRun: []LogPolicyResult{{PolicyID: s, ChangedFields: []string{s}}}, Warnings: []LogPolicyResult{{PolicyID: s}},
+			ToolInput: map[string]any{s: s}, ModifiedInput: map[string]any{s: s}}
 		for _, rec := range []LogRecord{r, {Time: now}} {
 			want, err := json.Marshal(rec)
 			if err != nil {

@@ -24,7 +24,7 @@ func newMetrics(store *Store, log *DecisionLog) (*metrics, error) {
 		reg: prometheus.NewRegistry(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_decisions_total",
-			Help: "Decisions made, by outcome (allow, deny, modify), first reason code and deciding policy.",
+			Help: "Decisions made, by outcome (allow, deny, modify), first reason code (an OAP code, else other) and deciding policy (a policy id of a served snapshot, else other).",
 		}, []string{"outcome", "code", "policy"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "tollgate_decision_duration_seconds",

@@ -55,6 +55,9 @@ type Options struct {
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
 	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
 	ShutdownTimeout time.Duration
+	// SeparateMetrics leaves /metrics out of the Server's routes (404): serve MetricsHandler on a
+	// listener of its own instead.
+	SeparateMetrics bool
 }
 
 // Server is the decision endpoint's http.Handler: POST /v1/decide, POST /v1/decide:batch,
@@ -128,17 +131,34 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.get(w, r, routeHealth, s.handleHealth)
 	case path == "/readyz":
 		s.get(w, r, routeReady, s.handleReady)
-	case path == "/metrics":
-		s.get(w, r, routeMetrics, func(w http.ResponseWriter, r *http.Request) int {
-			s.metricsH.ServeHTTP(w, r)
-			return http.StatusOK
-		})
+	case path == "/metrics" && !s.opts.SeparateMetrics:
+		s.serveMetrics(w, r)
 	case path == "/v1/status":
 		s.get(w, r, routeStatus, s.handleStatus)
 	default:
 		s.count(routeOther, writeError(w, http.StatusNotFound, &RequestError{Code: ErrCodeNotFound,
 			Message: "no route " + clip(path) + ": want POST /v1/decide, POST /v1/decide:batch, POST " + verifyPrefix + "{policy_id}, GET /healthz, /readyz, /metrics or /v1/status"}))
 	}
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	s.get(w, r, routeMetrics, func(w http.ResponseWriter, r *http.Request) int {
+		s.metricsH.ServeHTTP(w, r)
+		return http.StatusOK
+	})
+}
+
+// MetricsHandler serves GET /metrics alone (404 elsewhere), for a metrics listener of its own (see
+// Options.SeparateMetrics).
+func (s *Server) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			s.count(routeOther, writeError(w, http.StatusNotFound, &RequestError{Code: ErrCodeNotFound,
+				Message: "no route " + clip(r.URL.Path) + ": this listener serves GET /metrics only"}))
+			return
+		}
+		s.serveMetrics(w, r)
+	})
 }
 
 func (s *Server) count(route string, code int) {
@@ -426,7 +446,7 @@ func (s *Server) decide(ctx context.Context, req *policy.Request, caller *Caller
 		d = s.ownDecision(start, policy.CodePassportNotFound, err.Error(), "", "")
 	}
 	elapsed := time.Since(start)
-	s.record(&d, req, caller, elapsed)
+	s.record(&d, req, caller, elapsed, snap)
 	return &d, nil
 }
 
@@ -456,7 +476,8 @@ func subjectAllowed(p policy.Passport, namespace string, c Caller) bool {
 	if ns == "" {
 		ns = namespace
 	}
-	return c.Namespace == ns && slices.Contains(p.Spec.Subjects.ServiceAccounts, c.ServiceAccount)
+	return (c.Namespace == ns || c.AnyNamespace) && c.ServiceAccount != "" &&
+		slices.Contains(p.Spec.Subjects.ServiceAccounts, c.ServiceAccount)
 }
 
 // ownDecision is a deny made by the server itself (no snapshot, or the caller may not present the
@@ -473,16 +494,16 @@ func (s *Server) ownDecision(now time.Time, code, msg, digest, revision string) 
 	}
 }
 
-func (s *Server) record(d *policy.Decision, req *policy.Request, caller *Caller, elapsed time.Duration) {
+// record counts the decision and queues its log record. Metric labels come from closed sets (see
+// labels.go), never from the request; the log record carries argument values only when the log opts
+// in (see redact.go).
+func (s *Server) record(d *policy.Decision, req *policy.Request, caller *Caller, elapsed time.Duration, snap *policy.Snapshot) {
 	code := ""
 	if len(d.Reasons) > 0 {
 		code = d.Reasons[0].Code
 	}
-	policyID := d.PolicyID
-	if i := strings.IndexByte(policyID, '#'); i >= 0 {
-		policyID = policyID[:i]
-	}
-	s.metrics.decisions.WithLabelValues(d.Decision, code, policyID).Inc()
+	s.metrics.decisions.WithLabelValues(closedLabel(outcomeLabels, d.Decision), closedLabel(codeLabels, code),
+		s.store.policyLabel(d.PolicyID)).Inc()
 	s.metrics.latency.Observe(elapsed.Seconds())
 	l := s.opts.DecisionLog
 	if l == nil {
@@ -493,6 +514,7 @@ func (s *Server) record(d *policy.Decision, req *policy.Request, caller *Caller,
 		Hook: req.Hook, Tool: req.ToolName, ThreadID: req.ThreadID, CallID: req.CallID,
 		Outcome: d.Decision, Reasons: d.Reasons, PolicyID: d.PolicyID, BundleRevision: d.BundleRevision,
 		LatencyMS: float64(elapsed.Nanoseconds()) / 1e6,
+		src:       logSource{input: req.ToolInput, modified: d.ModifiedInput, snap: snap},
 	}
 	if rec.Hook == "" {
 		rec.Hook = policy.HookPreToolCall
@@ -501,7 +523,7 @@ func (s *Server) record(d *policy.Decision, req *policy.Request, caller *Caller,
 		rec.Caller = caller.String()
 	}
 	if d.Metadata != nil {
-		rec.DryRun, rec.Warnings = d.Metadata.DryRun, d.Metadata.Warnings
+		rec.src.dryRun, rec.src.warnings = d.Metadata.DryRun, d.Metadata.Warnings
 	}
 	if l.IncludesInput() {
 		rec.ToolInput = req.ToolInput

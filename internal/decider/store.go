@@ -27,6 +27,10 @@ type Store struct {
 	evaluators *EvaluatorPool
 
 	snaps atomic.Pointer[map[string]*policy.Snapshot]
+	// policyLabels are the policy ids of the served snapshots, the only policy label values of the
+	// metrics (labels.go); nsPolicyIDs (guarded by mu) are their source per namespace.
+	policyLabels atomic.Pointer[map[string]string]
+	nsPolicyIDs  map[string][]string
 
 	mu     sync.Mutex // serialises writers and guards status
 	status map[string]*nsStatus
@@ -104,6 +108,7 @@ func (s *Store) Load(b policy.Bundle) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.publishPolicyIDsLocked(b.Namespace, policyIDs(&b))
 	next := maps.Clone(*s.snaps.Load())
 	next[b.Namespace] = snap
 	s.snaps.Store(&next)
@@ -152,6 +157,7 @@ func (s *Store) Remove(namespace string) {
 	next := maps.Clone(*s.snaps.Load())
 	delete(next, namespace)
 	s.snaps.Store(&next)
+	s.publishPolicyIDsLocked(namespace, nil)
 	delete(s.status, namespace)
 }
 
