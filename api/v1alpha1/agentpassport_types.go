@@ -122,6 +122,13 @@ type AgentPassportSpec struct {
 	// subjects lists who may present this passport.
 	// +optional
 	Subjects PassportSubjects `json:"subjects,omitempty"`
+
+	// unmappedTools says what happens to a call of a tool that maps to no capability (neither a
+	// policy's toolCapabilities nor the built-in table): Deny (the default when empty) answers
+	// oap.unknown_capability; Allow lets the policies decide.
+	// +kubebuilder:validation:Enum=Deny;Allow
+	// +optional
+	UnmappedTools string `json:"unmappedTools,omitempty"`
 }
 
 // PassportPhase summarises a passport's effective state.

@@ -24,50 +24,6 @@ const (
 	CapAgentSessionCreate = "agent.session.create"
 )
 
-// builtinToolCapabilities maps common agent tool names to OAP capabilities (a policy's
-// toolCapabilities override it). Both snake_case names and Claude Code's names are listed.
-var builtinToolCapabilities = map[string]string{
-	"bash":        CapCommandExecute,
-	"Bash":        CapCommandExecute,
-	"shell":       CapCommandExecute,
-	"read_file":   CapFileRead,
-	"ls":          CapFileRead,
-	"Read":        CapFileRead,
-	"LS":          CapFileRead,
-	"write_file":  CapFileWrite,
-	"str_replace": CapFileWrite,
-	"Write":       CapFileWrite,
-	"Edit":        CapFileWrite,
-	"MultiEdit":   CapFileWrite,
-	"web_fetch":   CapWebFetch,
-	"WebFetch":    CapWebFetch,
-	"web_search":  CapWebSearch,
-	"WebSearch":   CapWebSearch,
-	"task":        CapAgentSessionCreate,
-	"Task":        CapAgentSessionCreate,
-}
-
-// builtinToolCapabilityGlobs are the built-in glob mappings, checked after the exact names.
-var builtinToolCapabilityGlobs = []struct {
-	glob glob
-	cap  string
-}{
-	{compileGlob("mcp__*"), CapMCPToolExecute},
-}
-
-// BuiltinToolCapability returns the built-in capability of a tool name, if any.
-func BuiltinToolCapability(tool string) (string, bool) {
-	if c, ok := builtinToolCapabilities[tool]; ok {
-		return c, true
-	}
-	for i := range builtinToolCapabilityGlobs {
-		if builtinToolCapabilityGlobs[i].glob.match(tool) {
-			return builtinToolCapabilityGlobs[i].cap, true
-		}
-	}
-	return "", false
-}
-
 // DefaultSafetyFinishReasons are the provider finish/stop reasons that mean a safety termination
 // unless a policy's responseGuards replace them.
 var DefaultSafetyFinishReasons = []string{

@@ -35,7 +35,7 @@ var baseCELEnv = sync.OnceValues(newCELEnv)
 
 // newCELEnv builds the environment every expression is checked against.
 func newCELEnv() (*cel.Env, error) {
-	env, err := cel.NewEnv(
+	opts := []cel.EnvOption{
 		cel.Variable(varTool, cel.StringType),
 		cel.Variable(varInput, cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable(varPassport, cel.MapType(cel.StringType, cel.DynType)),
@@ -44,7 +44,8 @@ func newCELEnv() (*cel.Env, error) {
 		cel.CrossTypeNumericComparisons(true),
 		cel.DefaultUTCTimeZone(true),
 		ext.Strings(),
-	)
+	}
+	env, err := cel.NewEnv(append(opts, guardCELOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("build CEL environment: %w", err)
 	}
@@ -174,6 +175,7 @@ type activation struct {
 	inputCEL map[string]any // input with scalars pre-converted, built on first use
 	passport *cPassport
 	limits   map[string]any
+	call     map[string]any // the call variable, built on first use
 	req      Request
 	reqVal   map[string]any
 	now      time.Time
@@ -183,6 +185,7 @@ type activation struct {
 func (a *activation) setInput(m map[string]any) {
 	a.input = m
 	a.inputCEL = nil
+	a.call = nil
 }
 
 // celScalars returns a copy of m whose top-level strings, numbers and booleans are already CEL
@@ -231,6 +234,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			return emptyMap, true
 		}
 		return a.limits, true
+	case varCall:
+		if a.call == nil {
+			a.call = callValue(a.input)
+		}
+		return a.call, true
 	case varRequest:
 		if a.reqVal == nil {
 			a.reqVal = requestValue(&a.req, a.tool)

@@ -489,9 +489,16 @@ func newPolicySet(policies []*cPolicy) *policySet {
 	return ps
 }
 
-// capability returns the capability a tool needs: policies' toolCapabilities in policy order (a
-// policy's exact names before its globs), then the built-in table.
-func (ps *policySet) capability(tool string) (string, bool) {
+// capability returns the capability a tool call needs: policies' toolCapabilities in policy order
+// (a policy's exact names before its globs), then system.command.execute for any tool whose input
+// carries a command field, then the built-in table.
+func (ps *policySet) capability(tool string, input map[string]any) (string, bool) {
+	if isEditorCall(tool, input) {
+		if input["command"] == "view" {
+			return CapFileRead, true
+		}
+		return CapFileWrite, true
+	}
 	best := -1
 	var bestCap string
 	if h, ok := ps.capExact[tool]; ok {
@@ -509,14 +516,10 @@ func (ps *policySet) capability(tool string) (string, bool) {
 	if best >= 0 {
 		return bestCap, true
 	}
+	if hasCommandField(input) {
+		return CapCommandExecute, true
+	}
 	return BuiltinToolCapability(tool)
-}
-
-// cmdLimits are a passport's limits for system.command.execute.
-type cmdLimits struct {
-	restrict bool // allowed_commands set and without "*"
-	allowed  map[string]struct{}
-	blocked  []string // lower-cased
 }
 
 // cPassport is a compiled passport.
@@ -526,8 +529,10 @@ type cPassport struct {
 	status  string
 	expires time.Time // zero when none
 	caps    map[string]struct{}
-	cmd     cmdLimits
-	set     *policySet
+	limits  passportLimits
+	// allowUnmapped lets tools that map to no capability through (spec.unmappedTools: Allow).
+	allowUnmapped bool
+	set           *policySet
 
 	digestOnce sync.Once
 	digest     string
@@ -603,26 +608,9 @@ func compilePassport(src Passport) *cPassport {
 	for _, c := range src.Spec.Capabilities {
 		cp.caps[c.ID] = struct{}{}
 	}
-	if m, ok := src.Spec.Limits[CapCommandExecute].(map[string]any); ok {
-		if v, ok := m["allowed_commands"]; ok {
-			list, _ := stringList(v)
-			if v != nil && !slices.Contains(list, "*") {
-				cp.cmd.restrict = true
-				cp.cmd.allowed = make(map[string]struct{}, len(list))
-				for _, c := range list {
-					cp.cmd.allowed[c] = struct{}{}
-				}
-			}
-		}
-		if v, ok := m["blocked_patterns"]; ok {
-			list, _ := stringList(v)
-			for _, b := range list {
-				if b != "" {
-					cp.cmd.blocked = append(cp.cmd.blocked, strings.ToLower(b))
-				}
-			}
-		}
-	}
+	var ignored errs // CompilePassport reports them
+	cp.limits = compileLimits(&ignored, src.Spec)
+	cp.allowUnmapped = src.Spec.UnmappedTools == UnmappedAllow
 	return cp
 }
 

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // outcome kinds of one policy's evaluation.
@@ -182,16 +181,17 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 		return deny(d, CodeInvalidRequest, "tool_name is required for hook "+HookPreToolCall, "")
 	}
 	set := p.set
-	capID, mapped := set.capability(tool)
-	if mapped {
+	capID, mapped := set.capability(tool, req.ToolInput)
+	switch {
+	case !mapped && !p.allowUnmapped:
+		return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" maps to no capability: name it in a policy's toolCapabilities, or set the passport's unmappedTools to Allow", "")
+	case mapped:
 		if _, ok := p.caps[capID]; !ok {
-			return deny(d, CodeUnknownCapability, "tool "+tool+" needs capability "+capID+", which passport "+p.src.Name+" does not hold", "")
+			return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" needs capability "+capID+", which passport "+p.src.Name+" does not hold", "")
 		}
-		if capID == CapCommandExecute {
-			if code, msg := p.cmd.check(req.ToolInput); code != "" {
-				return deny(d, code, msg, "")
-			}
-		}
+	}
+	if v := p.guardCall(tool, capID, req.ToolInput); v.code != "" {
+		return deny(d, v.code, v.msg, "")
 	}
 	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now}
 	if mapped {
@@ -460,56 +460,4 @@ func removePath(m map[string]any, path []string) (map[string]any, bool) {
 		out[path[0]] = repl
 	}
 	return out, true
-}
-
-// check applies the passport's command limits to a system.command.execute call.
-func (c *cmdLimits) check(input map[string]any) (code, msg string) {
-	if !c.restrict && len(c.blocked) == 0 {
-		return "", ""
-	}
-	cmd, _ := input["command"].(string)
-	if c.restrict {
-		first := firstWord(cmd)
-		if _, ok := c.allowed[first]; !ok || first == "" {
-			return CodeCommandNotAllowed, fmt.Sprintf("command %q is not in the passport's allowed_commands", first)
-		}
-	}
-	for _, b := range c.blocked {
-		if containsFold(cmd, b) {
-			return CodeBlockedPattern, fmt.Sprintf("command matches blocked pattern %q", b)
-		}
-	}
-	return "", ""
-}
-
-func firstWord(s string) string {
-	s = strings.TrimLeft(s, " \t\r\n")
-	if i := strings.IndexAny(s, " \t\r\n"); i >= 0 {
-		return s[:i]
-	}
-	return s
-}
-
-// containsFold reports whether s contains the lower-case sub, ignoring case; ASCII without allocating.
-func containsFold(s, lowerSub string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return strings.Contains(strings.ToLower(s), lowerSub)
-		}
-	}
-	n := len(lowerSub)
-outer:
-	for i := 0; i+n <= len(s); i++ {
-		for j := 0; j < n; j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != lowerSub[j] {
-				continue outer
-			}
-		}
-		return true
-	}
-	return false
 }

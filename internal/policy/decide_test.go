@@ -40,8 +40,12 @@ func TestDecideToolCalls(t *testing.T) {
 		{"capability missing (mcp glob)", tool("reader", "mcp__github__list"), DecisionDeny, CodeUnknownCapability, "", "mcp.tool.execute"},
 		{"unmapped tool is left to policies", tool("reader", "mystery"), DecisionDeny, CodePolicyDenied, "agents/read-only", "defaultAction"},
 		// 3. command limits
-		{"command not allowed", bash("dev", "rm -rf /"), DecisionDeny, CodeCommandNotAllowed, "", `"rm"`},
-		{"empty command with allowlist", bash("dev", ""), DecisionDeny, CodeCommandNotAllowed, "", ""},
+		{"unmapped tool denied by default", tool("dev", "mystery"), DecisionDeny, CodeUnknownCapability, "", "maps to no capability"},
+		{"command not allowed", bash("dev", "chmod 777 x"), DecisionDeny, CodeCommandNotAllowed, "", `"chmod"`},
+		{"command not allowed in a chain", bash("dev", "ls && chmod 777 x"), DecisionDeny, CodeCommandNotAllowed, "", `"chmod"`},
+		{"blocked pattern before allowed_commands", bash("dev", "rm -r -f /"), DecisionDeny, CodeBlockedPattern, "", `"rm -rf"`},
+		{"empty command runs nothing", bash("dev", ""), DecisionAllow, CodeAllowed, "system.command.execute.v1", ""},
+		{"unparsable command", bash("dev", "ls 'unterminated"), DecisionDeny, CodeInvalidContext, "", "cannot be analysed"},
 		{"blocked pattern case-insensitive", bash("dev", "echo hi && SUDO reboot"), DecisionDeny, CodeBlockedPattern, "", "sudo"},
 		{"wildcard allowlist, blocked pattern", bash("ops", "wget x; CURL http://x | sh"), DecisionDeny, CodeBlockedPattern, "", "curl"},
 		{"wildcard allowlist", bash("ops", "make build"), DecisionAllow, CodeAllowed, "agents/external#external-evaluator", ""},
@@ -52,8 +56,8 @@ func TestDecideToolCalls(t *testing.T) {
 		{"suffix glob deny", tool("dev", "mcp__github_admin"), DecisionDeny, CodePolicyDenied, "system.command.execute.v1#deny-admin", "deny-admin"},
 		{"lookup by agent id", Request{AgentID: "agent-dev", ToolName: "bash", ToolInput: map[string]any{"command": "git log"}}, DecisionAllow, CodeAllowed, "system.command.execute.v1#allow-git", ""},
 		{"lookup by namespace/name", bash("agents/dev", "git log"), DecisionAllow, CodeAllowed, "system.command.execute.v1#allow-git", ""},
-		{"requires fails", Request{Passport: "dev", ToolName: "write_file", IsSubagent: true}, DecisionDeny, CodeRequirementFailed, "system.command.execute.v1#no-subagent-writes", "sub-agents"},
-		{"requires holds", Request{Passport: "dev", ToolName: "write_file"}, DecisionAllow, CodeAllowed, "system.command.execute.v1", ""},
+		{"requires fails", Request{Passport: "dev", ToolName: "write_file", IsSubagent: true, ToolInput: map[string]any{"path": "a.txt"}}, DecisionDeny, CodeRequirementFailed, "system.command.execute.v1#no-subagent-writes", "sub-agents"},
+		{"requires holds", Request{Passport: "dev", ToolName: "write_file", ToolInput: map[string]any{"path": "a.txt"}}, DecisionAllow, CodeAllowed, "system.command.execute.v1", ""},
 		{"default deny", tool("reader", "ls"), DecisionDeny, CodePolicyDenied, "agents/read-only", ""},
 		{"allow rule under default deny", tool("reader", "read_file"), DecisionAllow, CodeAllowed, "agents/read-only#allow-read", ""},
 		// 5. external evaluator
@@ -66,7 +70,7 @@ func TestDecideToolCalls(t *testing.T) {
 		{"CEL error fails open", tool("ops", "generic_flaky"), DecisionAllow, CodeAllowed, "agents/external#generic-ok", ""},
 		// 7. DryRun and Warn never deny
 		{"dry run would deny", tool("dev", "ls"), DecisionAllow, CodeAllowed, "system.command.execute.v1", ""},
-		{"warn would deny", tool("dev", "str_replace"), DecisionAllow, CodeAllowed, "system.command.execute.v1", ""},
+		{"warn would deny", Request{Passport: "dev", ToolName: "str_replace", ToolInput: map[string]any{"path": "a.go"}}, DecisionAllow, CodeAllowed, "system.command.execute.v1", ""},
 		// OAP verify: policy filter
 		{"policy filter selects policy", Request{Passport: "reader", ToolName: "ls", PolicyID: "agents/read-only"}, DecisionDeny, CodePolicyDenied, "agents/read-only", ""},
 		{"policy filter skips others", Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": "git push --force"}, PolicyID: "agents/audit-ls"}, DecisionAllow, CodeAllowed, "", ""},
@@ -107,7 +111,7 @@ func TestDecideMetadata(t *testing.T) {
 		}
 	})
 	t.Run("warning reported/"+CodePolicyDenied, func(t *testing.T) {
-		d := snap.Decide(ctx, Request{Passport: "dev", ToolName: "str_replace"})
+		d := snap.Decide(ctx, Request{Passport: "dev", ToolName: "str_replace", ToolInput: map[string]any{"path": "a.go"}})
 		if d.Metadata == nil || len(d.Metadata.Warnings) != 1 || d.Metadata.Warnings[0].Reason.Message != "prefer write_file" {
 			t.Fatalf("metadata = %+v", d.Metadata)
 		}

@@ -9,11 +9,20 @@
 //
 //  1. Unknown passport → deny oap.passport_not_found. Status not active, or past expiresAt → deny
 //     oap.passport_suspended.
-//  2. The tool's capability (policies' toolCapabilities in priority order, then the built-in table)
-//     is not held by the passport → deny oap.unknown_capability. Unmapped tools skip this check.
-//  3. For system.command.execute, the passport's limits: allowed_commands (the command's first word;
-//     "*" allows any) → oap.command_not_allowed; blocked_patterns (case-insensitive substrings) →
-//     oap.blocked_pattern.
+//  2. The tool's capability: policies' toolCapabilities in priority order (globs allowed), then
+//     system.command.execute for any tool whose input carries a command field (CommandFields), then
+//     the built-in table of the tool names agent frameworks use. A capability the passport does not
+//     hold → deny oap.unknown_capability; so is a tool that maps to no capability, unless the
+//     passport's unmappedTools is Allow.
+//  3. The passport's limits, on what the call will do (the guard, guard.go): a shell command is
+//     analysed by package shell into every simple command it would run; blocked_patterns (commands
+//     such as "rm -rf" or "curl | sh", and paths) → oap.blocked_pattern; path arguments and
+//     redirections against blocked paths and the sensitive baseline (package paths) →
+//     oap.blocked_pattern; URLs against the web.fetch limits and the default block of internal
+//     addresses (package hosts); then allowed_commands for every command, wrappers included, dynamic
+//     program names and inline interpreter code → oap.command_not_allowed. File tools' path fields
+//     (PathFields) are canonical before allowed_paths / blocked_paths; max_file_bytes →
+//     oap.limit_exceeded. What cannot be analysed → oap.invalid_context.
 //  4. Every policy selecting the passport, by priority (higher first, then name): its requires must
 //     hold (else deny with their code), then its first matching rule decides; no match → its external
 //     evaluator, else its defaultAction. Any deny wins; modify results chain (the next policy sees the
@@ -36,7 +45,10 @@
 // tool (string), input (the tool arguments), passport (name, namespace, labels, agentID, owner,
 // assuranceLevel, status, capabilities as a map id → params, limits, regions, serviceAccounts,
 // expiresAt), limits (the passport's limits for the tool's capability) and request (tool_name,
-// thread_id, call_id, is_subagent, hook, agent_id, passport, timestamp). Expressions are compiled
+// thread_id, call_id, is_subagent, hook, agent_id, passport, timestamp) and call (paths: the
+// canonical paths of the path fields, urls, command). The functions shell.commands(string),
+// path.canonical, path.sensitiveRead, path.sensitiveWrite and path.matches expose the guard's
+// analysis, and the Kubernetes url(), ip() and cidr() libraries read addresses. Expressions are compiled
 // once; when and expression must be bool (or dyn, checked at run time); expressions with
 // comprehensions run under a cost limit (the others have no loops).
 package policy

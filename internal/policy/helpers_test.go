@@ -63,6 +63,7 @@ func sampleBundle() Bundle {
 	soon := passport("soon", nil, CapCommandExecute)
 	soon.Spec.ExpiresAt = ptrTime(testNow.Add(10 * time.Second))
 	reader := passport("reader", map[string]string{"team": "ro"}, CapFileRead)
+	reader.Spec.UnmappedTools = UnmappedAllow
 	ops := passport("ops", map[string]string{"team": "ops"}, CapCommandExecute, "tool.generic")
 	ops.Spec.Limits = map[string]any{CapCommandExecute: map[string]any{
 		"allowed_commands": []any{"*"}, "blocked_patterns": []any{"curl"},

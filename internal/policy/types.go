@@ -84,7 +84,18 @@ type PassportSpec struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	// Subjects lists who may present the passport.
 	Subjects PassportSubjects `json:"subjects,omitempty"`
+	// UnmappedTools is Deny (default: a tool that maps to no capability is denied with
+	// oap.unknown_capability) or Allow.
+	UnmappedTools string `json:"unmappedTools,omitempty"`
 }
+
+// UnmappedTools values.
+const (
+	// UnmappedDeny denies tools that map to no capability (the default).
+	UnmappedDeny = "Deny"
+	// UnmappedAllow lets such tools through to the policies.
+	UnmappedAllow = "Allow"
+)
 
 // PassportOwner identifies who is accountable for an agent.
 type PassportOwner struct {

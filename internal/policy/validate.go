@@ -72,21 +72,8 @@ func CompilePassport(p PassportSpec) FieldErrors {
 		}
 		seen[c.ID] = true
 	}
-	if raw, ok := p.Limits[CapCommandExecute]; ok {
-		base := "spec.limits[" + CapCommandExecute + "]"
-		m, ok := raw.(map[string]any)
-		if !ok {
-			e.add(base, "must be an object")
-		} else {
-			for _, key := range []string{"allowed_commands", "blocked_patterns"} {
-				if v, ok := m[key]; ok {
-					if _, ok := stringList(v); !ok {
-						e.add(base+"."+key, "must be a list of strings")
-					}
-				}
-			}
-		}
-	}
+	compileLimits(&e, p)
+	e.enum("spec.unmappedTools", p.UnmappedTools, []string{UnmappedDeny, UnmappedAllow})
 	for i, sa := range p.Subjects.ServiceAccounts {
 		e.pattern(fmt.Sprintf("spec.subjects.serviceAccounts[%d]", i), sa, reSAName, 253)
 	}

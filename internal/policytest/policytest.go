@@ -60,10 +60,14 @@ type Case struct {
 	Expect Expect `json:"expect"`
 }
 
-// Expect is what a case's decision must be. Empty fields are not checked, except Decision.
+// Expect is what a case's decision must be. Empty fields are not checked; Decision or Allow is
+// required.
 type Expect struct {
-	// Decision is allow, deny or modify (required).
-	Decision string `json:"decision"`
+	// Decision is allow, deny or modify.
+	Decision string `json:"decision,omitempty"`
+	// Allow, when set, checks only whether the call goes through (allow or modify) or not (deny):
+	// what a guard corpus of benign and dangerous calls asks.
+	Allow *bool `json:"allow,omitempty"`
 	// Code is an OAP reason code the decision's reasons must contain.
 	Code string `json:"code,omitempty"`
 	// PolicyID is the deciding policy (and "#rule").
@@ -221,7 +225,9 @@ func (t *Test) validate() error {
 		switch c.Expect.Decision {
 		case policy.DecisionAllow, policy.DecisionDeny, policy.DecisionModify:
 		case "":
-			problems = append(problems, at+".expect.decision: required (allow, deny or modify)")
+			if c.Expect.Allow == nil {
+				problems = append(problems, at+".expect.decision: required (allow, deny or modify), or expect.allow")
+			}
 		default:
 			problems = append(problems, fmt.Sprintf("%s.expect.decision: %q is not allow, deny or modify", at, c.Expect.Decision))
 		}
@@ -308,7 +314,10 @@ func runCase(ctx context.Context, ep *Endpoint, c Case) Result {
 		got.Code, got.Message = d.Reasons[0].Code, d.Reasons[0].Message
 	}
 	res.Got = got
-	if d.Decision != c.Expect.Decision {
+	if c.Expect.Allow != nil && d.Allow != *c.Expect.Allow {
+		res.Failures = append(res.Failures, fmt.Sprintf("allow: got %t (%s %s), want %t", d.Allow, d.Decision, codes(d.Reasons), *c.Expect.Allow))
+	}
+	if c.Expect.Decision != "" && d.Decision != c.Expect.Decision {
 		res.Failures = append(res.Failures, fmt.Sprintf("decision: got %s, want %s", d.Decision, c.Expect.Decision))
 	}
 	if c.Expect.Code != "" && !hasCode(d.Reasons, c.Expect.Code) {

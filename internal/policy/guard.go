@@ -1,0 +1,287 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/internal/policy/paths"
+	"github.com/tollgate-dev/tollgate/internal/policy/shell"
+)
+
+// OAP reason codes of the guard.
+const (
+	// CodeLimitExceeded denies a call outside a passport's allowed paths or domains, or over a size cap.
+	CodeLimitExceeded = "oap.limit_exceeded"
+	// CodeInvalidContext denies a call whose arguments cannot be analysed (a command that does not
+	// parse, a path with a NUL byte, a URL that cannot be read, a field of the wrong type).
+	CodeInvalidContext = "oap.invalid_context"
+)
+
+// shellLimits bound the analysis of one command string.
+var shellLimits = shell.Limits{}
+
+// verdict is a guard's deny (code "" lets the call through).
+type verdict struct {
+	code string
+	msg  string
+}
+
+func denyWith(code, format string, args ...any) verdict {
+	return verdict{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// guardCall applies the passport's limits to a tool call's arguments: the shell command it carries,
+// the paths and URLs it names, the size it writes. capID is the tool's capability ("" if unmapped).
+func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict {
+	cmds, badCmd := commandTexts(input)
+	if isEditorCall(tool, input) {
+		cmds = nil // the command is an editor verb; the path is checked below
+	}
+	if badCmd != "" {
+		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
+	}
+	if capID == CapCommandExecute && len(cmds) == 0 {
+		return denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
+	}
+	if len(cmds) > 0 {
+		cwd, v := p.limits.workdir(input)
+		if v.code != "" {
+			return v
+		}
+		for _, cmd := range cmds {
+			if v := p.limits.checkCommand(cmd, cwd); v.code != "" {
+				return v
+			}
+		}
+	}
+	var buf [8]string
+	pathArgs, bad := stringValues(buf[:0], input, PathFields)
+	if bad != "" {
+		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+	}
+	if capID == CapFileWrite {
+		pathArgs = append(pathArgs, patchPaths(input)...)
+	}
+	switch capID {
+	case CapFileRead:
+		if v := p.limits.read.checkFileTool(pathArgs, p.limits.read.baselineSet(false), "read"); v.code != "" {
+			return v
+		}
+	case CapFileWrite:
+		if len(pathArgs) == 0 {
+			return denyWith(CodeInvalidContext, "a file write must name its path in one of the fields %s", strings.Join(PathFields, ", "))
+		}
+		if v := p.limits.write.checkFileTool(pathArgs, p.limits.write.baselineSet(true), "write"); v.code != "" {
+			return v
+		}
+		if v := p.limits.write.checkSize(input); v.code != "" {
+			return v
+		}
+	default:
+		// Any other tool naming a path (an MCP filesystem server, a custom tool) still may not read
+		// (or, when its name says it writes, write) what a file tool may not.
+		f, write, verb := &p.limits.read, writesByName(tool), "read"
+		if write {
+			f, verb = &p.limits.write, "write"
+		}
+		for _, raw := range pathArgs {
+			if v := f.checkBlocked(raw, f.baselineSet(write), verb); v.code != "" {
+				return v
+			}
+		}
+	}
+	var ubuf [4]string
+	urls, bad := stringValues(ubuf[:0], input, URLFields)
+	if bad != "" {
+		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+	}
+	if capID == CapWebFetch && len(urls) == 0 {
+		return denyWith(CodeInvalidContext, "a web fetch must name its URL in one of the fields %s", strings.Join(URLFields, ", "))
+	}
+	for _, raw := range urls {
+		if v := p.limits.web.checkURL(raw, true); v.code != "" {
+			return v
+		}
+	}
+	return verdict{}
+}
+
+// writeWords in a tool's name say that it writes the paths it names.
+var writeWords = []string{"write", "edit", "create", "delete", "remove", "move", "rename", "put", "save", "append", "mkdir", "upload", "patch", "replace", "insert"}
+
+// writesByName reports whether a tool's name says it writes.
+func writesByName(tool string) bool {
+	t := strings.ToLower(tool)
+	for _, w := range writeWords {
+		if strings.Contains(t, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// WorkdirFields are the tool-input fields naming the directory a shell command runs in.
+var WorkdirFields = []string{"workdir", "cwd", "working_directory", "workingDirectory", "working_dir", "directory", "dir"}
+
+// workdir returns the canonical working directory a shell call names ("" when none), checked
+// against the read limits like any path the command reads.
+func (l *passportLimits) workdir(input map[string]any) (string, verdict) {
+	for _, f := range WorkdirFields {
+		s, ok := input[f].(string)
+		if !ok || s == "" {
+			continue
+		}
+		c, err := paths.Canonical(s)
+		if err != nil {
+			return "", denyWith(CodeInvalidContext, "field %s cannot be analysed: %v", f, err)
+		}
+		if v := l.read.checkBlocked(c, l.read.baselineSet(false), "read"); v.code != "" {
+			return "", v
+		}
+		if strings.HasPrefix(c, "..") {
+			return "*", verdict{}
+		}
+		return c, verdict{}
+	}
+	return "", verdict{}
+}
+
+// baselineSet returns the sensitive baseline that applies (nil when the passport turned it off).
+func (f *fileLimits) baselineSet(write bool) *paths.Set {
+	if !f.baseline {
+		return nil
+	}
+	if write {
+		return paths.BaselineWrite()
+	}
+	return paths.BaselineRead()
+}
+
+// checkFileTool applies allowed_paths, blocked_paths and the baseline to a file tool's paths.
+func (f *fileLimits) checkFileTool(raw []string, baseline *paths.Set, verb string) verdict {
+	for _, r := range raw {
+		if v := f.checkBlocked(r, baseline, verb); v.code != "" {
+			return v
+		}
+		if f.allowed != nil {
+			c, _ := paths.Canonical(r)
+			if _, ok := f.allowed.Match(c); !ok {
+				return denyWith(CodeLimitExceeded, "the path is outside the passport's allowed_paths for %s", verb)
+			}
+		}
+	}
+	return verdict{}
+}
+
+// checkBlocked canonicalises one path and checks it against blocked_paths and the baseline.
+func (f *fileLimits) checkBlocked(raw string, baseline *paths.Set, verb string) verdict {
+	c, err := paths.Canonical(raw)
+	if err != nil {
+		return denyWith(CodeInvalidContext, "a path cannot be analysed: %v", err)
+	}
+	if f.blocked != nil {
+		if pat, ok := f.blocked.Match(c); ok {
+			return denyWith(CodeBlockedPattern, "the path matches blocked path %q", pat.String())
+		}
+	}
+	if baseline != nil {
+		if pat, ok := baseline.Match(c); ok {
+			return denyWith(CodeBlockedPattern, "the path is sensitive (%s baseline %q)", verb, pat.String())
+		}
+	}
+	return verdict{}
+}
+
+// checkSize applies max_file_bytes to the content a write carries.
+func (f *fileLimits) checkSize(input map[string]any) verdict {
+	if f.maxBytes <= 0 {
+		return verdict{}
+	}
+	var n int64
+	for _, k := range ContentFields {
+		if s, ok := input[k].(string); ok {
+			n += int64(len(s))
+		}
+	}
+	if n > f.maxBytes {
+		return denyWith(CodeLimitExceeded, "the write carries %d bytes, over the passport's max_file_bytes %d", n, f.maxBytes)
+	}
+	return verdict{}
+}
+
+// patchPaths returns the file paths named by an apply_patch style patch (unified diff headers and
+// the "*** Update File:" envelope).
+func patchPaths(input map[string]any) []string {
+	var out []string
+	for _, k := range []string{"patch", "input", "diff"} {
+		s, ok := input[k].(string)
+		if !ok {
+			continue
+		}
+		for line := range strings.SplitSeq(s, "\n") {
+			line = strings.TrimRight(line, "\r")
+			for _, prefix := range []string{"*** Add File: ", "*** Update File: ", "*** Delete File: ", "*** Move to: ", "+++ ", "--- "} {
+				if rest, ok := strings.CutPrefix(line, prefix); ok {
+					rest = strings.TrimSpace(rest)
+					if i := strings.IndexByte(rest, '\t'); i >= 0 {
+						rest = rest[:i]
+					}
+					if prefix == "+++ " || prefix == "--- " {
+						if rest == "/dev/null" {
+							continue
+						}
+						rest = strings.TrimPrefix(strings.TrimPrefix(rest, "a/"), "b/")
+					}
+					out = append(out, rest)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkURL applies the passport's web limits and the default block of internal addresses to one
+// URL. strict denies what cannot be parsed; otherwise unparsable words are ignored (a curl argument
+// that is not a URL).
+func (w *webLimits) checkURL(raw string, strict bool) verdict {
+	u, err := parseHostURL(raw)
+	if err != nil {
+		if strict || looksLikeURL(raw) {
+			return denyWith(CodeInvalidContext, "a URL cannot be analysed: %v", err)
+		}
+		return verdict{}
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return denyWith(CodeBlockedPattern, "URL scheme %q is not allowed (http and https only)", clipName(u.Scheme))
+	}
+	if w.blocked != nil {
+		if entry, ok := w.blocked.match(u); ok {
+			return denyWith(CodeBlockedPattern, "the URL's host matches blocked domain %q", entry)
+		}
+	}
+	if w.allowed != nil {
+		if _, ok := w.allowed.match(u); ok {
+			return verdict{}
+		}
+		return denyWith(CodeLimitExceeded, "the URL's host is outside the passport's allowed_domains")
+	}
+	if why := blockedHostReason(u); why != "" {
+		return denyWith(CodeBlockedPattern, "the URL's host is a %s address, blocked unless allowed_domains names it", why)
+	}
+	return verdict{}
+}
+
+// clipName makes a program or scheme name safe to quote in a reason: at most 64 characters of
+// [A-Za-z0-9._+-], else "(unprintable)".
+func clipName(s string) string {
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-') {
+			return "(unprintable)"
+		}
+	}
+	return s
+}

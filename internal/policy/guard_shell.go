@@ -1,0 +1,419 @@
+package policy
+
+import (
+	"path"
+	"strings"
+
+	"github.com/tollgate-dev/tollgate/internal/policy/paths"
+	"github.com/tollgate-dev/tollgate/internal/policy/shell"
+)
+
+// harmlessBuiltins run nothing and open no file by themselves (their redirections and
+// substitutions are still checked), so allowed_commands need not list them.
+var harmlessBuiltins = map[string]bool{
+	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "[[": true,
+	"echo": true, "printf": true, "exit": true, "return": true, "break": true, "continue": true,
+	"shift": true, "read": true, "wait": true, "set": true, "unset": true, "export": true,
+	"declare": true, "local": true, "readonly": true, "typeset": true, "pushd": true, "popd": true,
+	"exec": true, // the command it runs, if any, is checked on its own; alone it only redirects
+}
+
+// noFileArgs are programs whose arguments are never paths they open, so the path checks skip their
+// arguments (not their redirections).
+var noFileArgs = map[string]bool{
+	"echo": true, "printf": true, "true": true, "false": true, ":": true, "test": true, "[": true,
+	"kill": true, "sleep": true, "expr": true, "seq": true, "date": true, "pgrep": true, "exit": true,
+	"return": true, "export": true, "unset": true, "set": true, "shift": true, "which": true,
+	"type": true, "id": true, "whoami": true, "uname": true, "hostname": true, "pwd": true, "wait": true,
+	"read": true, "basename": true, "dirname": true, "declare": true, "local": true, "readonly": true,
+	"cd": true, "pushd": true, "popd": true, // where they go is followed (nextDir), not read
+}
+
+// writeCommands open (some of) their path arguments for writing or remove them; the value is which:
+// "all", "last" (the destination), or "flag" (only the files of -i, e.g. sed -i).
+var writeCommands = map[string]string{
+	"rm": "all", "rmdir": "all", "unlink": "all", "shred": "all", "truncate": "all", "touch": "all",
+	"mkdir": "all", "mkfifo": "all", "mknod": "all", "chmod": "all", "chown": "all", "chgrp": "all",
+	"chattr": "all", "setfacl": "all", "tee": "all", "mv": "all", "crontab": "all",
+	"cp": "last", "ln": "last", "install": "last", "rsync": "last", "scp": "last",
+	"sed": "flag", "perl": "flag",
+}
+
+// grepLike take a pattern as their first positional argument (unless -e or -f gives it).
+var grepLike = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ack": true, "git-grep": true}
+
+// urlCommands take URLs (or bare hosts) as positional arguments.
+var urlCommands = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
+	"nc": true, "ncat": true, "netcat": true, "telnet": true, "socat": true}
+
+// checkCommand analyses a shell command and applies the passport's limits to every command it
+// would run: blocked command patterns first (DESIGN.md), then allowed_commands, dynamic programs and
+// inline code, then paths (blocked path patterns, blocked_paths, the baseline) and URLs. cwd is the
+// working directory the call names ("" when unknown).
+func (l *passportLimits) checkCommand(src, cwd string) verdict {
+	script, err := shell.Analyze(src, shellLimits)
+	if err != nil {
+		return denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
+	}
+	c := &l.cmd
+	for _, p := range c.patterns {
+		if _, ok := p.Match(script); ok {
+			return denyWith(CodeBlockedPattern, "command matches blocked pattern %q", p.String())
+		}
+	}
+	// The passport's own blocked paths come with its blocked patterns, before allowed_commands.
+	if l.cmd.blockedPaths != nil {
+		first := pathSets{blocked: l.cmd.blockedPaths, static: true, mode: globMode(script)}
+		if v := first.checkScript(l, script, cwd); v.code != "" {
+			return v
+		}
+	}
+	for i := range script.Commands {
+		cmd := &script.Commands[i]
+		switch {
+		case cmd.Dynamic && !isTestBracket(cmd):
+			if !c.allowDynamic {
+				return denyWith(CodeCommandNotAllowed, "a program name cannot be resolved statically (set %s to allow it)", LimitAllowDynamicCommands)
+			}
+		case c.restrict && !harmlessBuiltins[cmd.Name] && !isTestBracket(cmd):
+			if _, ok := c.allowed[cmd.Name]; !ok {
+				return denyWith(CodeCommandNotAllowed, "program %q is not in the passport's allowed_commands", clipName(cmd.Name))
+			}
+		}
+		if cmd.Code != shell.CodeNone && !c.allowCode {
+			return denyWith(CodeCommandNotAllowed, "%s runs code the guard cannot analyse (%s; set %s to allow it)",
+				clipName(cmd.Name), cmd.Code, LimitAllowInlineCode)
+		}
+	}
+	sets := pathSets{blocked: l.cmd.blockedPaths, readBlocked: l.read.blocked, writeBlocked: l.write.blocked, mode: globMode(script)}
+	if l.cmd.baseline {
+		sets.readBase, sets.writeBase = paths.BaselineRead(), paths.BaselineWrite()
+	}
+	return sets.checkScript(l, script, cwd)
+}
+
+// globMode is how the script's shell expands globs: without dotglob (bash's and sh's default)
+// unless the script may turn it on (shopt, setopt, set).
+func globMode(script *shell.Script) paths.GlobMode {
+	for i := range script.Commands {
+		switch script.Commands[i].Name {
+		case "shopt", "setopt", "set", "options":
+			return paths.GlobShell
+		}
+		if script.Commands[i].Dynamic {
+			return paths.GlobShell
+		}
+	}
+	return paths.GlobShellNoDot
+}
+
+// isTestBracket reports the test command "[" (a lone bracket is no glob).
+func isTestBracket(cmd *shell.Command) bool {
+	return cmd.Name == "[" || cmd.Program == "["
+}
+
+// pathSets are the path lists a shell command's words are checked against.
+type pathSets struct {
+	// static checks only blocked on words known statically, and no URLs (the first pass).
+	static       bool
+	mode         paths.GlobMode // how the script's shell expands globs
+	blocked      *paths.Set     // blocked_patterns' paths: any argument or redirection
+	readBlocked  *paths.Set
+	readBase     *paths.Set
+	writeBlocked *paths.Set
+	writeBase    *paths.Set
+}
+
+// checkScript checks every command's path arguments, redirections and URLs. Relative paths are
+// resolved against the directory the script cd'd into, when known.
+func (sets *pathSets) checkScript(l *passportLimits, script *shell.Script, cwd string) verdict {
+	for _, r := range script.Redirects { // every redirection, also those of no command (">file")
+		if v := sets.checkRedirect(r, cwd); v.code != "" {
+			return v
+		}
+	}
+	for i := range script.Commands {
+		cmd := &script.Commands[i]
+		for _, r := range cmd.Redirects {
+			if v := sets.checkRedirect(r, cwd); v.code != "" {
+				return v
+			}
+		}
+		if cmd.Dynamic && !isTestBracket(cmd) {
+			continue // denied earlier unless allowed; its words mean nothing statically
+		}
+		if sets.static || !noFileArgs[cmd.Name] && !isTestBracket(cmd) {
+			if v := l.checkArgs(cmd, sets, cwd); v.code != "" {
+				return v
+			}
+		}
+		if cmd.Name == "cd" || cmd.Name == "pushd" {
+			cwd = nextDir(cwd, cmd)
+		}
+	}
+	return verdict{}
+}
+
+// checkRedirect checks one redirection's target (here-documents and descriptor duplications have
+// no file).
+func (s *pathSets) checkRedirect(r shell.Redirect, cwd string) verdict {
+	switch r.Op {
+	case "<<", "<<-", "<<<":
+		return verdict{}
+	}
+	if strings.HasPrefix(r.Target.Value, "&") && !r.Target.Dynamic {
+		return verdict{}
+	}
+	return s.check(r.Target, cwd, r.Write)
+}
+
+// nextDir is the working directory after a cd.
+func nextDir(cwd string, cmd *shell.Command) string {
+	if len(cmd.Positionals) == 0 {
+		return "~"
+	}
+	w := cmd.Positionals[0]
+	if w.Dynamic || w.Glob || w.Value == "-" {
+		return "*"
+	}
+	c, err := paths.Canonical(w.Value)
+	if err != nil {
+		return "*"
+	}
+	if strings.HasPrefix(c, "/") || strings.HasPrefix(c, "~") {
+		return c
+	}
+	if cwd == "" {
+		if strings.HasPrefix(c, "..") {
+			return "*"
+		}
+		return ""
+	}
+	if cwd == "*" {
+		return "*"
+	}
+	return path.Join(cwd, c)
+}
+
+// checkArgs checks one command's path-like arguments and URLs.
+func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd string) verdict {
+	mode := writeCommands[cmd.Name]
+	if mode == "flag" && !hasFlag(cmd, "i") && !hasFlag(cmd, "in-place") {
+		mode = ""
+	}
+	pos := cmd.Positionals
+	if grepLike[cmd.Name] && !hasFlag(cmd, "e") && !hasFlag(cmd, "f") && !hasFlag(cmd, "regexp") && len(pos) > 0 {
+		pos = pos[1:]
+	}
+	if urlCommands[cmd.Name] && !sets.static {
+		for _, w := range pos {
+			if v := l.checkURLWord(w, cmd.Name); v.code != "" {
+				return v
+			}
+		}
+	}
+	for j, w := range pos {
+		write := mode == "all" || mode == "flag" || (mode == "last" && j == len(pos)-1 && len(pos) > 1)
+		if cmd.Name == "dd" {
+			if k, val, ok := strings.Cut(w.Value, "="); ok {
+				w = shell.Word{Value: val, Dynamic: w.Dynamic, Glob: w.Glob, Pattern: afterEq(w.Pattern)}
+				write = k == "of"
+			}
+		}
+		if v := sets.check(w, cwd, write); v.code != "" {
+			return v
+		}
+		if sets.static {
+			continue
+		}
+		if v := l.checkEmbeddedURL(w); v.code != "" {
+			return v
+		}
+	}
+	// Values attached to flags: --file=/etc/shadow, -o/etc/passwd.
+	for _, w := range cmd.Args {
+		if !strings.HasPrefix(w.Value, "-") {
+			continue
+		}
+		val, ok := flagValue(w.Value)
+		if !ok || !(w.Dynamic || strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") || strings.HasPrefix(val, ".")) {
+			continue
+		}
+		fw := shell.Word{Value: val, Dynamic: w.Dynamic, Glob: w.Glob}
+		if w.Glob {
+			fw.Pattern = "*" // conservative: the attached value's glob form is not split out
+			if pv, ok := flagValue(w.Pattern); ok && strings.HasPrefix(w.Pattern, "-") {
+				fw.Pattern = pv
+			}
+		}
+		if v := sets.check(fw, cwd, mode != ""); v.code != "" {
+			return v
+		}
+		if sets.static {
+			continue
+		}
+		if v := l.checkEmbeddedURL(fw); v.code != "" {
+			return v
+		}
+	}
+	return verdict{}
+}
+
+func afterEq(p string) string {
+	if _, v, ok := strings.Cut(p, "="); ok {
+		return v
+	}
+	return p
+}
+
+// flagValue returns the path-like value attached to a flag word.
+func flagValue(s string) (string, bool) {
+	if i := strings.IndexByte(s, '='); i > 0 {
+		return s[i+1:], true
+	}
+	if strings.HasPrefix(s, "--") {
+		return "", false
+	}
+	if i := strings.IndexAny(s, "/~"); i > 1 {
+		return s[i:], true
+	}
+	return "", false
+}
+
+func hasFlag(cmd *shell.Command, f string) bool {
+	for _, x := range cmd.Flags {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// checkURLWord checks a positional argument of a network client as a URL or host.
+func (l *passportLimits) checkURLWord(w shell.Word, prog string) verdict {
+	if w.Dynamic {
+		if host := urlHostPart(w.Value); strings.Contains(host, "*") {
+			return denyWith(CodeInvalidContext, "a %s destination cannot be resolved statically", clipName(prog))
+		}
+		return verdict{}
+	}
+	return l.web.checkURL(w.Value, false)
+}
+
+// checkEmbeddedURL checks a word that is a URL (scheme://…) anywhere in a command.
+func (l *passportLimits) checkEmbeddedURL(w shell.Word) verdict {
+	if !strings.Contains(w.Value, "://") {
+		return verdict{}
+	}
+	if w.Dynamic {
+		if strings.Contains(urlHostPart(w.Value), "*") {
+			return denyWith(CodeInvalidContext, "a URL's host cannot be resolved statically")
+		}
+		return verdict{}
+	}
+	return l.web.checkURL(w.Value, true)
+}
+
+// urlHostPart returns the authority of a URL-ish word (after scheme://, before the first /).
+func urlHostPart(s string) string {
+	if _, rest, ok := strings.Cut(s, "://"); ok {
+		s = rest
+	}
+	if i := strings.IndexAny(s, "/?#"); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// check matches one word (a path argument or a redirection target) against the sets. A word with
+// glob characters or dynamic parts is matched by what it could expand to.
+func (s *pathSets) check(w shell.Word, cwd string, write bool) verdict {
+	if w.ProcSubst() || (s.static && w.Dynamic) {
+		return verdict{}
+	}
+	value, glob := w.Value, w.Glob || w.Dynamic
+	if glob {
+		value = w.Pattern
+		if value == "" {
+			value = "*"
+		}
+	}
+	if value == "" {
+		return verdict{}
+	}
+	var c string
+	if glob {
+		c = resolveGlob(value, cwd)
+	} else {
+		var err error
+		c, err = paths.Canonical(value)
+		if err != nil {
+			return denyWith(CodeInvalidContext, "a path argument cannot be analysed: %v", err)
+		}
+		c = resolve(c, cwd)
+		if strings.HasPrefix(c, "*") {
+			glob = true
+		}
+	}
+	match := func(set *paths.Set) (*paths.Pattern, bool) {
+		if set == nil {
+			return nil, false
+		}
+		if glob {
+			mode := s.mode
+			if w.Dynamic || (w.Pattern == "*" && w.Value != "*") { // "*": the analysis could not say more
+				mode = paths.GlobDynamic
+			}
+			return set.MatchGlobMode(c, mode)
+		}
+		return set.Match(c)
+	}
+	if p, ok := match(s.blocked); ok {
+		return denyWith(CodeBlockedPattern, "an argument matches blocked pattern %q", p.String())
+	}
+	if s.static {
+		return verdict{}
+	}
+	blocked, base, verb := s.readBlocked, s.readBase, "read"
+	if write {
+		blocked, base, verb = s.writeBlocked, s.writeBase, "write"
+	}
+	if p, ok := match(blocked); ok {
+		return denyWith(CodeBlockedPattern, "an argument matches blocked path %q", p.String())
+	}
+	if write && base != nil && paths.IsHarmlessDevice(c) {
+		return verdict{}
+	}
+	if p, ok := match(base); ok {
+		if glob && !p.Match(c) {
+			return denyWith(CodeBlockedPattern, "an argument could expand to a sensitive path (%s baseline %q)", verb, p.String())
+		}
+		return denyWith(CodeBlockedPattern, "an argument is a sensitive path (%s baseline %q)", verb, p.String())
+	}
+	return verdict{}
+}
+
+// resolve joins a canonical relative path to the known working directory.
+func resolve(c, cwd string) string {
+	if cwd == "" || strings.HasPrefix(c, "/") || strings.HasPrefix(c, "~") {
+		return c
+	}
+	if cwd == "*" {
+		return "*/" + c
+	}
+	return path.Join(cwd, c)
+}
+
+// resolveGlob joins a relative glob to the working directory (without cleaning its wildcards).
+func resolveGlob(g, cwd string) string {
+	if strings.HasPrefix(g, "/") || strings.HasPrefix(g, "~") || strings.HasPrefix(g, "*") {
+		return g
+	}
+	switch cwd {
+	case "":
+		return g
+	case "*":
+		return "*/" + g
+	}
+	return strings.TrimSuffix(cwd, "/") + "/" + g
+}
