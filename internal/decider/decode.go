@@ -11,10 +11,17 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
-// Error codes of 4xx answers ({"error": {"code", "message"}}).
+// Error codes of 4xx answers ({"error": {"code", "message", "field"}}).
 const (
-	ErrCodeInvalidJSON      = "invalid_json"
-	ErrCodeInvalidField     = "invalid_field"
+	// ErrCodeInvalidJSON: the body is not one JSON object, or nests deeper than 64 levels.
+	ErrCodeInvalidJSON = "invalid_json"
+	// ErrCodeInvalidField: a field has the wrong type or value, or its key matches a field of the
+	// request only case-insensitively ("Tool_Name" for tool_name).
+	ErrCodeInvalidField = "invalid_field"
+	// ErrCodeDuplicateKey: a key appears twice in one object, or two keys of one object differ
+	// only in case ("command" and "Command"), anywhere in the body. Parsers disagree on what such
+	// a body means, so it is refused; field is the path of the first of the two keys.
+	ErrCodeDuplicateKey     = "duplicate_key"
 	ErrCodeMissingField     = "missing_field"
 	ErrCodeBodyTooLarge     = "body_too_large"
 	ErrCodeUnsupportedMedia = "unsupported_media_type"
@@ -62,14 +69,28 @@ func DecodeRequest(data []byte) (policy.Request, error) {
 }
 
 // decodeJSON decodes exactly one JSON object into v, translating errors into *RequestError with
-// field paths prefixed by prefix.
+// field paths prefixed by prefix. The body is checked strictly first (checkStrictJSON): duplicate
+// keys, keys differing only in case, keys matching a field of v's struct only case-insensitively
+// and nesting deeper than maxJSONDepth are refused wherever they are, because parsers disagree on
+// what they mean.
 func decodeJSON(data []byte, v any, prefix string) error {
-	trimmed := bytes.TrimSpace(data)
+	// Only JSON's own whitespace may surround the object (bytes.TrimSpace would also drop Unicode
+	// spaces, which other parsers refuse).
+	trimmed := bytes.Trim(data, " \t\r\n")
 	if len(trimmed) == 0 {
 		return fieldErr(ErrCodeInvalidJSON, prefix, "request body is empty: want a JSON object")
 	}
 	if trimmed[0] != '{' {
 		return fieldErr(ErrCodeInvalidJSON, prefix, "want a JSON object")
+	}
+	if is := checkStrictJSON(trimmed, shapeOf(v)); is.kind != 0 && is.kind != issueSyntax {
+		return is.requestError(prefix)
+	} else if is.kind == issueSyntax {
+		// encoding/json says what is wrong, in the words it always has.
+		if err := json.Unmarshal(trimmed, v); err != nil {
+			return jsonError(err, prefix)
+		}
+		return is.requestError(prefix) // (never: both check the JSON grammar)
 	}
 	// json.Unmarshal checks the whole input is one valid JSON value before decoding anything.
 	if err := json.Unmarshal(trimmed, v); err != nil {
@@ -213,9 +234,15 @@ type verifyDecision struct {
 	PassportID string `json:"passport_id,omitempty"`
 }
 
+// verifyContextKeys are the keys decodeVerify takes out of the verify route's context, in the
+// order they are read.
+var verifyContextKeys = []string{"agent_id", "passport", "passport_id", "tool_name", "tool", "thread_id", "call_id"}
+
 // decodeVerify turns an OAP verify body into an engine request: the context's tool arguments become
 // tool_input; agent_id (top level or in context), passport and the tool name (context.tool_name or
-// context.tool, else the policy id) identify the call.
+// context.tool, else the policy id) identify the call. Two of these naming the same thing with
+// different values (agent_id and context.agent_id or context.passport_id, context.tool_name and
+// context.tool, passport and context.passport) are refused: readers would pick different ones.
 func decodeVerify(data []byte, policyID string) (policy.Request, error) {
 	var vr verifyRequest
 	if err := decodeJSON(data, &vr, ""); err != nil {
@@ -241,19 +268,29 @@ func decodeVerify(data []byte, policyID string) (policy.Request, error) {
 		delete(input, key)
 		return s, nil
 	}
-	for _, f := range []struct {
-		key string
-		dst *string
-	}{
-		{"agent_id", &req.AgentID}, {"passport", &req.Passport}, {"passport_id", &req.AgentID},
-		{"tool_name", &req.ToolName}, {"tool", &req.ToolName}, {"thread_id", &req.ThreadID}, {"call_id", &req.CallID},
-	} {
-		s, err := take(f.key)
+	// from names where each identifying field was set, for conflicts.
+	from := map[*string]string{}
+	if req.AgentID != "" {
+		from[&req.AgentID] = "agent_id"
+	}
+	if req.Passport != "" {
+		from[&req.Passport] = "passport"
+	}
+	dsts := [...]*string{&req.AgentID, &req.Passport, &req.AgentID, &req.ToolName, &req.ToolName, &req.ThreadID, &req.CallID}
+	for i, key := range verifyContextKeys {
+		s, err := take(key)
 		if err != nil {
 			return policy.Request{}, err
 		}
-		if s != "" && *f.dst == "" {
-			*f.dst = s
+		dst := dsts[i]
+		switch {
+		case s == "":
+		case *dst == "":
+			*dst = s
+			from[dst] = "context." + key
+		case *dst != s:
+			return policy.Request{}, fieldErr(ErrCodeInvalidField, "context."+key, "%q conflicts with %s %q: give one value",
+				clip(s), from[dst], clip(*dst))
 		}
 	}
 	if req.ToolName == "" {
