@@ -282,7 +282,7 @@ func TestHealthReadyStatusMetrics(t *testing.T) {
 		t.Errorf("readyz after load = %d, want 200", code)
 	}
 	decide(t, ts.URL, map[string]any{"passport": "team-a/coding-agent", "tool_name": "ls"}, nil)
-	decide(t, ts.URL, map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "sudo su"}}, nil)
+	decide(t, ts.URL, map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "make all"}}, nil)
 
 	code, data := call(t, "GET", ts.URL+"/v1/status", nil, nil)
 	var st Status
