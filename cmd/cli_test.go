@@ -118,7 +118,7 @@ func TestEval(t *testing.T) {
 		{name: "suspended", args: []string{"eval", "-f", "config/samples", "--request", "examples/requests/suspended.json"},
 			wantStdout: []string{`"oap.passport_suspended"`}},
 		{name: "request on stdin as YAML, files as positional args", args: []string{"eval", "config/samples/guardrails_v1alpha1_agentpassport.yaml", "-f", "config/samples/guardrails_v1alpha1_guardrailpolicy_shell_safety.yaml"},
-			stdin: "passport: coding-agent\ntool_name: bash\ntool_input: {command: sudo ls}\n", wantStdout: []string{`"decision":"deny"`, `oap.command_not_allowed`}},
+			stdin: "passport: coding-agent\ntool_name: bash\ntool_input: {command: make all}\n", wantStdout: []string{`"decision":"deny"`, `oap.command_not_allowed`}},
 		{name: "unknown passport is a deny, not an error", args: []string{"eval", "-f", "config/samples"},
 			stdin: `{"passport":"nobody","tool_name":"bash"}`, wantStdout: []string{`"oap.passport_not_found"`}},
 		{name: "compile error names the file and field", args: []string{"eval", "-f", "config/samples", "-f", filepath.Join(tmp, "bad")},

@@ -36,7 +36,7 @@ func TestHooks(t *testing.T) {
 			policy.DecisionAllow, policy.CodeAllowed, nil},
 		{"blocked pattern", map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "ls && rm -rf /"}},
 			policy.DecisionDeny, policy.CodeBlockedPattern, nil},
-		{"command not allowed", map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "python3 x.py"}},
+		{"command not allowed", map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "make all"}},
 			policy.DecisionDeny, policy.CodeCommandNotAllowed, nil},
 		{"modify git", map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "hook": "pre_tool_call",
 			"tool_input": map[string]any{"command": "git log", "env": map[string]any{"A": "b"}}},

@@ -187,7 +187,7 @@ func rateBundle(per string) Bundle {
 	return Bundle{Namespace: "agents", Passports: []Passport{passport("a", nil, CapWebFetch), passport("b", nil, CapWebFetch)},
 		Policies: []Policy{{Name: "limits", Spec: PolicySpec{
 			RateLimits: []RateLimit{{Name: "fetches", Tools: []string{"web_*"}, Limit: 3, Window: "1m", Per: per}},
-			Rules:      []Rule{{Name: "no-evil", Tools: []string{"web_fetch"}, When: `input.url == "evil"`, Action: ActionDeny}},
+			Rules:      []Rule{{Name: "no-evil", Tools: []string{"web_fetch"}, When: `input.url == "https://evil.example.com/"`, Action: ActionDeny}},
 		}}}}
 }
 
@@ -209,21 +209,21 @@ func TestRateLimits(t *testing.T) {
 		steps []step
 	}{
 		{"per passport", "", []step{
-			{fetch("a", "t1", "x"), 0, CodeAllowed},
-			{fetch("a", "t2", "x"), 0, CodeAllowed},
-			{fetch("a", "t3", "evil"), 0, CodePolicyDenied}, // denied calls are not counted
-			{fetch("a", "t3", "x"), 0, CodeAllowed},
-			{fetch("a", "t1", "x"), 0, CodeRateLimitExceeded},
-			{fetch("b", "t1", "x"), 0, CodeAllowed},
-			{fetch("a", "t1", "x"), time.Minute, CodeAllowed}, // next window
+			{fetch("a", "t1", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "t2", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "t3", "https://evil.example.com/"), 0, CodePolicyDenied}, // denied calls are not counted
+			{fetch("a", "t3", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "t1", "https://example.com/x"), 0, CodeRateLimitExceeded},
+			{fetch("b", "t1", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "t1", "https://example.com/x"), time.Minute, CodeAllowed}, // next window
 		}},
 		{"per thread", PerThread, []step{
-			{fetch("a", "t1", "x"), 0, CodeAllowed},
-			{fetch("a", "t1", "x"), 0, CodeAllowed},
-			{fetch("b", "t1", "x"), 0, CodeAllowed},
-			{fetch("a", "t1", "x"), 0, CodeRateLimitExceeded},
-			{fetch("a", "t2", "x"), 0, CodeAllowed},
-			{fetch("a", "", "x"), 0, CodeAllowed},
+			{fetch("a", "t1", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "t1", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("b", "t1", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "t1", "https://example.com/x"), 0, CodeRateLimitExceeded},
+			{fetch("a", "t2", "https://example.com/x"), 0, CodeAllowed},
+			{fetch("a", "", "https://example.com/x"), 0, CodeAllowed},
 		}},
 	}
 	for _, tc := range cases {
@@ -251,7 +251,7 @@ func TestRateLimits(t *testing.T) {
 func TestRateLimitSurvivesSnapshotSwap(t *testing.T) {
 	lim := NewRateLimiter(1000)
 	ctx := context.Background()
-	req := Request{Passport: "a", ToolName: "web_fetch", ToolInput: map[string]any{"url": "x"}}
+	req := Request{Passport: "a", ToolName: "web_fetch", ToolInput: map[string]any{"url": "https://example.com/x"}}
 	for i := range 4 {
 		snap, err := Compile(rateBundle(""), WithClock(fixedClock), WithRateLimiter(lim))
 		if err != nil {
@@ -299,7 +299,7 @@ func TestConcurrentRateLimit(t *testing.T) {
 				if (g+i)%4 == 0 {
 					p = "b"
 				}
-				d := snap.Decide(context.Background(), Request{Passport: p, ToolName: "web_fetch", ToolInput: map[string]any{"url": "x"}})
+				d := snap.Decide(context.Background(), Request{Passport: p, ToolName: "web_fetch", ToolInput: map[string]any{"url": "https://example.com/x"}})
 				mu.Lock()
 				counts[p+" "+d.Reasons[0].Code]++
 				mu.Unlock()

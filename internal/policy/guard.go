@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tollgate-dev/tollgate/internal/policy/hosts"
 	"github.com/tollgate-dev/tollgate/internal/policy/paths"
 	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
@@ -244,9 +245,9 @@ func patchPaths(input map[string]any) []string {
 // URL. strict denies what cannot be parsed; otherwise unparsable words are ignored (a curl argument
 // that is not a URL).
 func (w *webLimits) checkURL(raw string, strict bool) verdict {
-	u, err := parseHostURL(raw)
+	u, err := hosts.ParseURL(raw)
 	if err != nil {
-		if strict || looksLikeURL(raw) {
+		if strict || hosts.LooksLikeURL(raw) {
 			return denyWith(CodeInvalidContext, "a URL cannot be analysed: %v", err)
 		}
 		return verdict{}
@@ -255,17 +256,17 @@ func (w *webLimits) checkURL(raw string, strict bool) verdict {
 		return denyWith(CodeBlockedPattern, "URL scheme %q is not allowed (http and https only)", clipName(u.Scheme))
 	}
 	if w.blocked != nil {
-		if entry, ok := w.blocked.match(u); ok {
+		if entry, ok := w.blocked.Match(u); ok {
 			return denyWith(CodeBlockedPattern, "the URL's host matches blocked domain %q", entry)
 		}
 	}
 	if w.allowed != nil {
-		if _, ok := w.allowed.match(u); ok {
+		if _, ok := w.allowed.Match(u); ok {
 			return verdict{}
 		}
 		return denyWith(CodeLimitExceeded, "the URL's host is outside the passport's allowed_domains")
 	}
-	if why := blockedHostReason(u); why != "" {
+	if why := hosts.BlockedReason(u); why != "" {
 		return denyWith(CodeBlockedPattern, "the URL's host is a %s address, blocked unless allowed_domains names it", why)
 	}
 	return verdict{}

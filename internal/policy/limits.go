@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/tollgate-dev/tollgate/internal/policy/hosts"
 	"github.com/tollgate-dev/tollgate/internal/policy/paths"
 	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
@@ -68,8 +69,8 @@ type fileLimits struct {
 
 // webLimits are a passport's limits for web.fetch.
 type webLimits struct {
-	allowed *hostSet // nil: any public host
-	blocked *hostSet
+	allowed *hosts.HostSet // nil: any public host
+	blocked *hosts.HostSet
 }
 
 // passportLimits are the limits the engine enforces, compiled once per passport.
@@ -246,12 +247,12 @@ func intLimit(v any) int64 {
 	return 0
 }
 
-func compileHostSet(e *errs, path string, v any) *hostSet {
+func compileHostSet(e *errs, path string, v any) *hosts.HostSet {
 	list, ok := stringList(v)
 	if !ok || v == nil {
 		return nil
 	}
-	set, problems := compileHostEntries(list)
+	set, problems := hosts.CompileHostSet(list)
 	for _, err := range problems {
 		e.add(path, "%v", err)
 	}

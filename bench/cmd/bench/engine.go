@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"sync"
@@ -12,8 +13,11 @@ import (
 
 	"github.com/tollgate-dev/tollgate/bench/internal/report"
 	"github.com/tollgate-dev/tollgate/bench/internal/stats"
+	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 	"github.com/tollgate-dev/tollgate/internal/policy/policytest"
+	"github.com/tollgate-dev/tollgate/internal/policy/shell"
+	"github.com/tollgate-dev/tollgate/internal/testenv"
 )
 
 // Engine targets (issue 3).
@@ -24,7 +28,26 @@ const (
 	targetCompileHeap = 200 << 20
 	largePassports    = 10_000
 	largePolicies     = 1_000
+	// The guard (issue 11).
+	targetShellAnalysisNs = 10_000
+	targetShellDecideNs   = 15_000
 )
+
+// shellCommand200 is a realistic 200-character command an agent runs.
+const shellCommand200 = `git status --short && git diff --stat HEAD~1 | head -50; find . -name '*.go' -newer go.mod | xargs grep -n 'TODO' 2>/dev/null | sort | uniq -c | sort -rn | head -20 && echo done`
+
+// samplesBundle is config/samples' namespace bundle (the coding-agent passport and the policies).
+func samplesBundle() policy.Bundle {
+	set, err := manifest.Load(filepath.Join(testenv.RepoRoot(), "config", "samples"))
+	if err != nil {
+		return policy.Bundle{}
+	}
+	bundles, err := set.Bundles()
+	if err != nil || len(bundles) == 0 {
+		return policy.Bundle{}
+	}
+	return bundles[0]
+}
 
 // decideCase is one engine Decide measurement.
 type decideCase struct {
@@ -53,6 +76,11 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 		{id: "engine.decide.large", name: "1c. Engine Decide: 10,000 passports + 1,000 policies",
 			bundle: func() policy.Bundle { return policytest.LargeBundle(largePassports, largePolicies) },
 			req:    policytest.ToolRequest("agent-7777", "tool-50"), want: policy.DecisionAllow},
+		{id: "engine.decide.shell_sample", name: "1d. Engine Decide: shell call under the sample passport",
+			bundle: samplesBundle,
+			req: policy.Request{Passport: "coding-agent", ToolName: "bash",
+				ToolInput: map[string]any{"command": "git diff --stat HEAD~1 | head -50 && grep -rn TODO internal/ | wc -l"}},
+			want: policy.DecisionAllow},
 	}
 	for _, c := range cases {
 		snap, err := policy.Compile(c.bundle())
@@ -82,7 +110,7 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 			c.ns = append(c.ns, float64(r.T.Nanoseconds())/float64(r.N))
 			c.allocs = r.AllocsPerOp()
 		}
-		progress("engine run %d/%d: a=%.0f ns b=%.0f ns c=%.0f ns", run+1, cfg.runs, cases[0].ns[run], cases[1].ns[run], cases[2].ns[run])
+		progress("engine run %d/%d: a=%.0f ns b=%.0f ns c=%.0f ns d=%.0f ns", run+1, cfg.runs, cases[0].ns[run], cases[1].ns[run], cases[2].ns[run], cases[3].ns[run])
 	}
 	var rows []report.Row
 	for _, c := range cases {
@@ -92,6 +120,12 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 	rows[0] = rows[0].WithTarget(report.Target{Op: report.AtMost, Value: targetNameRulesNs})
 	rows[1] = rows[1].WithTarget(report.Target{Op: report.AtMost, Value: targetCELRulesNs})
 	rows[2] = rows[2].WithTarget(report.Target{Op: report.AtMost, Value: 2 * rows[0].Median, Label: "2× (a)"})
+	rows[3] = rows[3].WithTarget(report.Target{Op: report.AtMost, Value: targetShellDecideNs})
+	shellRow, err := benchShellAnalysis(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	rows = append(rows, shellRow)
 	for _, c := range cases {
 		c.snap = nil
 	}
@@ -102,6 +136,33 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 	}
 	notes := []string{fmt.Sprintf("Engine: testing.Benchmark in process (%s per run), runs interleaved; (c) decides for passport agent-7777 of a bundle where every passport is selected by two policies of 102 rules each.", cfg.benchDur)}
 	return append(rows, compileRows...), notes, nil
+}
+
+// benchShellAnalysis measures shell.Analyze of a 200-character command, cfg.runs times.
+func benchShellAnalysis(ctx context.Context, cfg config) (report.Row, error) {
+	var ns []float64
+	var allocs int64
+	for range cfg.runs {
+		if err := ctx.Err(); err != nil {
+			return report.Row{}, fmt.Errorf("shell benchmark: %w", err)
+		}
+		r := testing.Benchmark(func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, err := shell.Analyze(shellCommand200, shell.Limits{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		if r.N == 0 {
+			return report.Row{}, fmt.Errorf("shell analysis: the benchmark did not run")
+		}
+		ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
+		allocs = r.AllocsPerOp()
+	}
+	row := report.Row{ID: "engine.shell.analyze_200", Name: "1e. Shell analysis: a 200-character command", Unit: report.UnitNanos,
+		Summary: stats.Summarize(ns), Over: fmt.Sprintf("%d runs", len(ns)), Note: fmt.Sprintf("%d allocs/op", allocs)}
+	return row.WithTarget(report.Target{Op: report.AtMost, Value: targetShellAnalysisNs}), nil
 }
 
 // benchCompile measures the time and heap of compiling the large bundle, cfg.runs times.
