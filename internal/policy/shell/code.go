@@ -1,0 +1,702 @@
+package shell
+
+import (
+	"strings"
+)
+
+// interpSpec describes an interpreter's options.
+type interpSpec struct {
+	opts     optSpec  // value-taking options (shortVal, shortOpt, longVal)
+	digits   string   // short options taking optional attached digits (perl -l, -0)
+	code     string   // short options whose value is program text
+	codeLong []string // long options whose value is program text
+	stop     string   // short options that end option processing without code (python -m)
+	fileOpt  string   // short options naming the program file
+	noStdin  bool     // never reads a program from stdin
+}
+
+var pythonSpec = &interpSpec{code: "c", stop: "m", opts: optSpec{shortVal: "WX", longVal: []string{"check-hash-based-pycs"}}}
+
+var interps = map[string]*interpSpec{
+	"python":    pythonSpec,
+	"pypy":      pythonSpec,
+	"ipython":   pythonSpec,
+	"jython":    pythonSpec,
+	"node":      {code: "ep", codeLong: []string{"eval", "print"}, opts: optSpec{shortVal: "rC", longVal: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file", "redirect-warnings", "openssl-config", "icu-data-dir", "diagnostic-dir", "report-dir", "disable-warning"}}},
+	"nodejs":    {code: "ep", codeLong: []string{"eval", "print"}, opts: optSpec{shortVal: "rC", longVal: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file"}}},
+	"bun":       {code: "ep", codeLong: []string{"eval", "print"}, noStdin: true},
+	"perl":      {code: "eE", digits: "0lCD", opts: optSpec{shortVal: "MmI", shortOpt: "idFxV"}},
+	"ruby":      {code: "e", digits: "0WT", opts: optSpec{shortVal: "rICE", shortOpt: "xF", longVal: []string{"encoding", "external-encoding", "internal-encoding"}}},
+	"php":       {code: "rBRE", codeLong: []string{"run", "process-begin", "process-code", "process-end"}, fileOpt: "fF", opts: optSpec{shortVal: "cdztS", longVal: []string{"php-ini", "define", "zend-extension", "docroot", "file", "process-file"}}},
+	"lua":       {code: "e", opts: optSpec{shortVal: "l"}},
+	"luajit":    {code: "e", stop: "b", opts: optSpec{shortVal: "lj", shortOpt: "O"}},
+	"rscript":   {code: "e", noStdin: true},
+	"r":         {code: "e", fileOpt: "f", opts: optSpec{longVal: []string{"file", "args", "encoding"}}},
+	"osascript": {code: "e", opts: optSpec{shortVal: "ls"}},
+	"expect":    {code: "c", fileOpt: "f", opts: optSpec{shortVal: "D"}},
+	"tclsh":     {},
+	"wish":      {},
+	"irb":       {opts: optSpec{shortVal: "rI"}},
+	"julia":     {code: "eE", codeLong: []string{"eval", "print"}, opts: optSpec{shortVal: "CJLOpt", longVal: []string{"project", "sysimage", "threads", "procs", "load", "machine-file", "optimize"}}},
+	"elixir":    {code: "e", codeLong: []string{"eval", "rpc-eval"}, opts: optSpec{shortVal: "rS", longVal: []string{"require", "erl", "name", "sname", "cookie", "pa", "pz"}}},
+	"racket":    {code: "e", codeLong: []string{"eval"}, opts: optSpec{shortVal: "fltrpk"}},
+	"guile":     {code: "ce", opts: optSpec{shortVal: "sLlx"}},
+	"sbcl":      {codeLong: []string{"eval"}, opts: optSpec{longVal: []string{"load", "script", "core", "dynamic-space-size", "control-stack-size"}}},
+	"ghc":       {code: "e", noStdin: true},
+	"jshell":    {},
+}
+
+// programCode sets Code for interpreters and for programs with options that
+// run commands.
+func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
+	fam := family(name)
+	if spec, ok := interps[fam]; ok {
+		a.interpCmd(c, idx, name, spec, args)
+		return
+	}
+	switch fam {
+	case "awk", "gawk", "mawk", "nawk", "original-awk", "goawk":
+		a.awkCmd(idx, args)
+	case "sed", "gsed":
+		a.sedCmd(idx, args)
+	case "pwsh", "powershell", "pwsh-preview":
+		a.pwshCmd(c, idx, name, args)
+	case "deno":
+		a.denoCmd(c, idx, args)
+	case "tar", "gtar", "bsdtar":
+		a.tarCmd(c, idx, args)
+	case "rsync":
+		a.optStrings(c, idx, args, "e", []string{"rsh", "rsync-path"}, "rsync")
+	case "zip":
+		for i, w := range args {
+			if (w.Value == "-TT" || w.Value == "--unzip-command") && i+1 < len(args) {
+				a.shellString(c, idx, args[i+1], "zip -TT", nil)
+			} else if v, ok := strings.CutPrefix(w.Value, "--unzip-command="); ok {
+				a.shellString(c, idx, litWord(v), "zip -TT", nil)
+			}
+		}
+	case "man":
+		a.optStrings(c, idx, args, "PH", []string{"pager", "html"}, "man")
+	case "git":
+		a.gitCmd(c, idx, args)
+	case "vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic":
+		for _, w := range args {
+			v := w.Value
+			if v == "-c" || v == "--cmd" || v == "-S" || v == "-s" || v == "-W" ||
+				(strings.HasPrefix(v, "+") && !isDigits(v[1:]) && !strings.HasPrefix(v, "+/") && v != "+") {
+				a.setCode(idx, CodeInline)
+			}
+		}
+	case "gdb":
+		for _, w := range args {
+			switch strings.TrimLeft(strings.SplitN(w.Value, "=", 2)[0], "-") {
+			case "ex", "eval-command", "iex", "init-eval-command", "x", "command", "ix", "init-command":
+				a.setCode(idx, CodeInline)
+			}
+		}
+	case "make", "gmake":
+		for _, w := range args {
+			if w.Value == "-E" || w.Value == "--eval" || strings.HasPrefix(w.Value, "--eval=") {
+				a.setCode(idx, CodeInline)
+			}
+		}
+	case "scp", "sftp":
+		a.sshOptions(c, idx, args)
+	case "psql":
+		for _, w := range args {
+			if strings.Contains(w.Value, `\!`) || strings.Contains(w.Value, `\o |`) || strings.Contains(w.Value, `\g |`) {
+				a.setCode(idx, CodeInline)
+			}
+		}
+	case "mysql", "mariadb":
+		for _, w := range args {
+			if strings.Contains(w.Value, `\!`) || strings.Contains(strings.ToLower(w.Value), "system ") {
+				a.setCode(idx, CodeInline)
+			}
+		}
+	case "sqlite3", "sqlite":
+		for _, w := range args {
+			v := strings.TrimSpace(w.Value)
+			if strings.Contains(v, ".shell") || strings.Contains(v, ".system") || strings.HasPrefix(v, ".sh") {
+				a.setCode(idx, CodeInline)
+			}
+		}
+	}
+}
+
+// optStrings analyses the values of the given options as shell commands.
+func (a *analyzer) optStrings(c ctx, idx int, args []Word, short string, long []string, via string) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.Value
+		if w.Dynamic || len(v) < 2 || v[0] != '-' {
+			continue
+		}
+		if v == "--" {
+			return
+		}
+		if v[1] == '-' {
+			n, val, hasEq := strings.Cut(v[2:], "=")
+			for _, l := range long {
+				if n == l {
+					if hasEq {
+						a.shellString(c, idx, litWord(val), via+" --"+l, nil)
+					} else if i+1 < len(args) {
+						a.shellString(c, idx, args[i+1], via+" --"+l, nil)
+						i++
+					}
+				}
+			}
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			if strings.IndexByte(short, v[j]) >= 0 {
+				if j+1 < len(v) {
+					a.shellString(c, idx, litWord(v[j+1:]), via+" -"+v[j:j+1], nil)
+				} else if i+1 < len(args) {
+					a.shellString(c, idx, args[i+1], via+" -"+v[j:j+1], nil)
+					i++
+				}
+				break
+			}
+		}
+	}
+}
+
+// interpCmd sets Code for an interpreter: inline program text, a program
+// read from stdin, or options that are not known.
+func (a *analyzer) interpCmd(c ctx, idx int, name string, spec *interpSpec, args []Word) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w.procSubst {
+			a.setCode(idx, CodePiped)
+			return
+		}
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			return
+		}
+		v := w.Value
+		if v == "-" {
+			a.stdinCodeX(c, idx, name, false, true)
+			return
+		}
+		if v == "--" {
+			if i+1 < len(args) {
+				a.fileCode(c, idx, name, args[i+1], false)
+			} else if !spec.noStdin {
+				a.stdinCode(c, idx, name, false)
+			}
+			return
+		}
+		if len(v) < 2 || v[0] != '-' {
+			a.fileCode(c, idx, name, w, false)
+			return
+		}
+		if v[1] == '-' {
+			n, _, hasEq := strings.Cut(v[2:], "=")
+			for _, l := range spec.codeLong {
+				if n == l {
+					a.setCode(idx, CodeInline)
+					return
+				}
+			}
+			if _, k := spec.opts.longKind(n); k == optVal && !hasEq {
+				i++
+			}
+			continue
+		}
+	cluster:
+		for j := 1; j < len(v); j++ {
+			ch := v[j]
+			switch {
+			case strings.IndexByte(spec.code, ch) >= 0:
+				a.setCode(idx, CodeInline)
+				return
+			case strings.IndexByte(spec.stop, ch) >= 0:
+				return
+			case strings.IndexByte(spec.fileOpt, ch) >= 0:
+				if j+1 < len(v) {
+					a.fileCode(c, idx, name, litWord(v[j+1:]), false)
+				} else if i+1 < len(args) {
+					a.fileCode(c, idx, name, args[i+1], false)
+				}
+				return
+			case strings.IndexByte(spec.opts.shortVal, ch) >= 0:
+				if j+1 == len(v) {
+					i++
+				}
+				break cluster
+			case strings.IndexByte(spec.opts.shortOpt, ch) >= 0:
+				break cluster
+			case strings.IndexByte(spec.digits, ch) >= 0:
+				// Optional attached digits (octal for -0, or x and hex).
+				if ch == '0' && j+1 < len(v) && (v[j+1] == 'x' || v[j+1] == 'X') {
+					j++
+					for j+1 < len(v) && isHex(v[j+1]) {
+						j++
+					}
+					continue
+				}
+				for j+1 < len(v) && v[j+1] >= '0' && v[j+1] <= '9' {
+					j++
+				}
+			}
+		}
+	}
+	if !spec.noStdin {
+		a.stdinCode(c, idx, name, false)
+	}
+}
+
+// pwshCmd handles PowerShell: -Command / -EncodedCommand are inline code;
+// Windows PowerShell takes a bare argument as a command, pwsh as a file.
+func (a *analyzer) pwshCmd(c ctx, idx int, name string, args []Word) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			return
+		}
+		v := w.Value
+		isOpt := strings.HasPrefix(v, "-") || (name == "powershell" && strings.HasPrefix(v, "/") && len(v) > 1 && !strings.Contains(v[1:], "/"))
+		if !isOpt || v == "-" {
+			if name == "powershell" {
+				a.setCode(idx, CodeInline)
+			} else {
+				a.fileCode(c, idx, name, w, false)
+			}
+			return
+		}
+		o := strings.ToLower(strings.TrimLeft(v, "-/"))
+		if o, _, _ = strings.Cut(o, ":"); o == "" {
+			continue
+		}
+		switch {
+		case strings.HasPrefix("command", o) || o == "cwa" || strings.HasPrefix("commandwithargs", o):
+			if i+1 < len(args) && args[i+1].Value == "-" {
+				a.stdinCode(c, idx, name, false)
+			} else {
+				a.setCode(idx, CodeInline)
+			}
+			return
+		case o == "e" || o == "ec" || (len(o) >= 2 && strings.HasPrefix("encodedcommand", o)):
+			a.setCode(idx, CodeInline)
+			return
+		case strings.HasPrefix("file", o):
+			if i+1 < len(args) {
+				a.fileCode(c, idx, name, args[i+1], false)
+			}
+			return
+		case strings.HasPrefix("executionpolicy", o) || o == "ep" || strings.HasPrefix("windowstyle", o) ||
+			strings.HasPrefix("version", o) || strings.HasPrefix("inputformat", o) || strings.HasPrefix("outputformat", o) ||
+			o == "of" || o == "if" || strings.HasPrefix("configurationname", o) || strings.HasPrefix("workingdirectory", o) ||
+			o == "wd" || strings.HasPrefix("settingsfile", o) || strings.HasPrefix("custompipename", o):
+			i++
+		}
+	}
+	a.stdinCode(c, idx, name, false)
+}
+
+func (a *analyzer) denoCmd(c ctx, idx int, args []Word) {
+	sub := -1
+	for i, w := range args {
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			return
+		}
+		if strings.HasPrefix(w.Value, "--eval") {
+			a.setCode(idx, CodeInline)
+			return
+		}
+		if !strings.HasPrefix(w.Value, "-") || w.Value == "-" {
+			if sub < 0 {
+				sub = i
+				switch w.Value {
+				case "eval":
+					a.setCode(idx, CodeInline)
+					return
+				case "run", "serve", "test", "bench", "compile", "install", "x":
+					continue
+				}
+			}
+			a.fileCode(c, idx, "deno", w, false)
+			return
+		}
+	}
+}
+
+// tarCmd analyses tar's options that run programs.
+func (a *analyzer) tarCmd(c ctx, idx int, args []Word) {
+	long := []string{"to-command", "use-compress-program", "rsh-command", "info-script", "new-volume-script"}
+	a.optStrings(c, idx, args, "IF", long, "tar")
+	for _, w := range args {
+		v := w.Value
+		if strings.HasPrefix(v, "--checkpoint-action=") {
+			if cmd, ok := strings.CutPrefix(v[len("--checkpoint-action="):], "exec="); ok {
+				a.shellString(c, idx, litWord(cmd), "tar --checkpoint-action", nil)
+			}
+		}
+	}
+}
+
+// gitCmd analyses git -c settings whose values are commands.
+func (a *analyzer) gitCmd(c ctx, idx int, args []Word) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.Value
+		if w.Dynamic || !strings.HasPrefix(v, "-") {
+			return // the subcommand: global options end
+		}
+		var kv Word
+		switch {
+		case v == "-c" && i+1 < len(args):
+			kv = args[i+1]
+			i++
+		case strings.HasPrefix(v, "--config-env="):
+			a.setCode(idx, CodeDynamic)
+			continue
+		case v == "-C" || v == "--git-dir" || v == "--work-tree" || v == "--namespace" || v == "--exec-path" || v == "--super-prefix" || v == "--list-cmds":
+			i++
+			continue
+		default:
+			continue
+		}
+		if kv.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			continue
+		}
+		key, val, _ := strings.Cut(kv.Value, "=")
+		key = strings.ToLower(key)
+		switch {
+		case gitCommandKey(key):
+			src := strings.TrimPrefix(strings.TrimSpace(val), "!")
+			if strings.TrimSpace(src) != "" {
+				a.shellString(c, idx, litWord(src), "git -c "+key, nil)
+			}
+		case key == "core.hookspath" || key == "core.fsmonitor" || strings.HasPrefix(key, "protocol.") ||
+			key == "include.path" || strings.HasPrefix(key, "includeif."):
+			a.setCode(idx, CodeInline)
+		}
+	}
+}
+
+func gitCommandKey(k string) bool {
+	switch k {
+	case "core.sshcommand", "core.pager", "core.editor", "core.askpass", "core.gitproxy", "sequence.editor",
+		"gpg.program", "gpg.ssh.program", "gpg.x509.program", "gpg.openpgp.program", "credential.helper",
+		"diff.external", "uploadpack.packobjectshook", "web.browser", "merge.tool", "diff.tool":
+		return true
+	}
+	if strings.HasPrefix(k, "alias.") || strings.HasPrefix(k, "pager.") {
+		return true
+	}
+	for _, suf := range []string{".command", ".textconv", ".clean", ".smudge", ".process", ".driver", ".helper", ".receivepack", ".uploadpack", ".cmd", ".proxy"} {
+		if strings.HasSuffix(k, suf) {
+			return true
+		}
+	}
+	return false
+}
+
+var awkSpec = optSpec{
+	shortVal: "FvfeEliW", shortOpt: "opdDL", permute: false,
+	longVal: []string{"field-separator", "assign", "file", "source", "exec", "include", "load"},
+	longOpt: []string{"dump-variables", "debug", "profile", "pretty-print", "lint"},
+}
+
+// awkCmd sets Code when an awk program can run commands: system(), pipes to
+// or from commands, gawk's @ calls, -l extensions.
+func (a *analyzer) awkCmd(idx int, args []Word) {
+	r := awkSpec.scan(args)
+	fromFile := false
+	var progs []Word
+	for _, e := range r.events {
+		switch e.name {
+		case "f", "file", "E", "exec", "i", "include":
+			fromFile = true
+		case "e", "source":
+			if e.hasVal {
+				progs = append(progs, e.val)
+			}
+		case "l", "load":
+			a.setCode(idx, CodeInline)
+		}
+	}
+	if !fromFile && len(progs) == 0 && r.start < len(args) {
+		progs = append(progs, args[r.start])
+	}
+	if len(r.alts) > 0 && !fromFile {
+		a.setCode(idx, CodeDynamic)
+	}
+	for _, p := range progs {
+		if p.Dynamic {
+			a.setCode(idx, CodeDynamic)
+		} else if awkRunsCode(p.Value) {
+			a.setCode(idx, CodeInline)
+		}
+	}
+}
+
+// awkRunsCode reports whether an awk program may run a command. Strings,
+// comments and regular expressions are skipped; where a slash could be
+// either a regex or a division, it is taken as a division so that what
+// follows is still scanned.
+func awkRunsCode(p string) bool {
+	prev := byte('\n')
+	for i := 0; i < len(p); i++ {
+		ch := p[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\r':
+		case ch == '\\' && i+1 < len(p) && p[i+1] == '\n':
+			i++
+		case ch == '#':
+			for i+1 < len(p) && p[i+1] != '\n' {
+				i++
+			}
+		case ch == '"':
+			for i++; i < len(p) && p[i] != '"'; i++ {
+				if p[i] == '\\' {
+					i++
+				}
+			}
+			prev = '"'
+		case ch == '/' && strings.IndexByte("(,{};\n~!&|?:=}", prev) >= 0:
+			for i++; i < len(p) && p[i] != '/' && p[i] != '\n'; i++ {
+				if p[i] == '\\' {
+					i++
+				}
+			}
+			prev = ')'
+		case ch == '|':
+			if i+1 < len(p) && p[i+1] == '|' {
+				i++
+				prev = '|'
+				continue
+			}
+			return true
+		case ch == '@':
+			return true
+		case ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z':
+			j := i
+			for j < len(p) && (p[j] == '_' || p[j] >= 'a' && p[j] <= 'z' || p[j] >= 'A' && p[j] <= 'Z' || p[j] >= '0' && p[j] <= '9') {
+				j++
+			}
+			if p[i:j] == "system" {
+				return true
+			}
+			i = j - 1
+			prev = 'a'
+		default:
+			prev = ch
+		}
+	}
+	return false
+}
+
+var sedSpec = optSpec{
+	shortVal: "efl", shortOpt: "i", shortNone: "nrEsuz", permute: true,
+	longVal:  []string{"expression", "file", "line-length"},
+	longOpt:  []string{"in-place"},
+	longNone: []string{"quiet", "silent", "debug", "posix", "sandbox", "follow-symlinks", "regexp-extended", "separate", "unbuffered", "null-data", "binary", "help", "version"},
+}
+
+// sedCmd sets Code when a sed script uses the e command or the s///e flag.
+func (a *analyzer) sedCmd(idx int, args []Word) {
+	r := sedSpec.scan(args)
+	if r.has("sandbox") {
+		return
+	}
+	var scripts []Word
+	fromFile := false
+	for _, e := range r.events {
+		switch e.name {
+		case "e", "expression":
+			if e.hasVal {
+				scripts = append(scripts, e.val)
+			}
+		case "f", "file":
+			fromFile = true
+		}
+	}
+	if len(scripts) == 0 && !fromFile && len(r.operands) > 0 {
+		scripts = append(scripts, args[r.operands[0]])
+	}
+	for _, s := range scripts {
+		if s.Dynamic {
+			a.setCode(idx, CodeDynamic)
+		} else if sedRunsCode(s.Value) {
+			a.setCode(idx, CodeInline)
+		}
+	}
+	for _, w := range args {
+		if w.Dynamic && !r.dashdash {
+			// A dynamic word may be -e SCRIPT.
+			a.setCode(idx, CodeDynamic)
+		}
+	}
+}
+
+// sedRunsCode reports whether a sed script may run a command (GNU sed's e
+// command and s///e flag). What it cannot parse counts as code.
+func sedRunsCode(s string) bool {
+	i := 0
+	skipTo := func(stop string) {
+		for i < len(s) && strings.IndexByte(stop, s[i]) < 0 {
+			i++
+		}
+	}
+	// delimited reads a regex or replacement ending at an unescaped d.
+	delimited := func(d byte) bool {
+		for i < len(s) {
+			switch s[i] {
+			case '\\':
+				i += 2
+				continue
+			case d:
+				i++
+				return true
+			case '\n':
+				if d != '\n' {
+					return false
+				}
+			}
+			i++
+		}
+		return false
+	}
+	address := func() bool {
+		if i >= len(s) {
+			return true
+		}
+		switch ch := s[i]; {
+		case ch >= '0' && ch <= '9':
+			for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
+				i++
+			}
+		case ch == '$':
+			i++
+		case ch == '/':
+			i++
+			if !delimited('/') {
+				return false
+			}
+			for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
+				i++
+			}
+		case ch == '\\':
+			if i+1 >= len(s) {
+				return false
+			}
+			d := s[i+1]
+			i += 2
+			if !delimited(d) {
+				return false
+			}
+			for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
+				i++
+			}
+		case ch == '+' || ch == '~':
+			i++
+			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+				i++
+			}
+		}
+		return true
+	}
+	for i < len(s) {
+		switch s[i] {
+		case ' ', '\t', '\n', ';', '\r':
+			i++
+			continue
+		case '#':
+			skipTo("\n")
+			continue
+		}
+		if !address() {
+			return true
+		}
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i < len(s) && s[i] == ',' {
+			i++
+			if !address() {
+				return true
+			}
+		}
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '!') {
+			i++
+		}
+		if i >= len(s) {
+			return false
+		}
+		cmd := s[i]
+		i++
+		switch cmd {
+		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+		case 'e':
+			return true
+		case 's':
+			if i >= len(s) {
+				return true
+			}
+			d := s[i]
+			if d == '\n' || d == '\\' {
+				return true
+			}
+			i++
+			if !delimited(d) || !delimited(d) {
+				return true
+			}
+			for i < len(s) {
+				f := s[i]
+				if f == ';' || f == '\n' || f == '}' || f == ' ' || f == '\t' || f == '#' {
+					break
+				}
+				switch {
+				case f == 'e':
+					return true
+				case f == 'w':
+					skipTo("\n")
+				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
+					i++
+				default:
+					return true
+				}
+			}
+		case 'y':
+			if i >= len(s) {
+				return true
+			}
+			d := s[i]
+			i++
+			if !delimited(d) || !delimited(d) {
+				return true
+			}
+		case 'a', 'i', 'c':
+			// Text to the end of the line; a backslash continues it.
+			for i < len(s) && s[i] != '\n' {
+				if s[i] == '\\' {
+					i++
+				}
+				i++
+			}
+		case 'r', 'R', 'w', 'W':
+			skipTo("\n")
+		case ':':
+			skipTo("\n;")
+		case 'b', 't', 'T':
+			skipTo("\n;}")
+		case 'q', 'Q', 'l', 'L':
+			for i < len(s) && (s[i] == ' ' || s[i] >= '0' && s[i] <= '9') {
+				i++
+			}
+		case 'v':
+			skipTo("\n;}")
+		default:
+			return true
+		}
+	}
+	return false
+}

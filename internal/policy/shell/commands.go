@@ -1,0 +1,1071 @@
+package shell
+
+import (
+	"strings"
+)
+
+// programName turns a program word into a Name: directory stripped, ASCII
+// folded to lower case, ".exe" removed.
+func programName(v string) string {
+	if i := strings.LastIndexByte(v, '/'); i >= 0 {
+		v = v[i+1:]
+	}
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c >= 'A' && c <= 'Z' {
+			v = strings.ToLower(v)
+			break
+		}
+	}
+	return strings.TrimSuffix(v, ".exe")
+}
+
+// family strips a version suffix: python3.11 → python, ksh93 → ksh.
+func family(name string) string {
+	i := len(name)
+	for i > 0 {
+		c := name[i-1]
+		if c >= '0' && c <= '9' || c == '.' {
+			i--
+			continue
+		}
+		break
+	}
+	if i == 0 {
+		return name
+	}
+	return name[:i]
+}
+
+var shellNames = map[string]bool{
+	"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "pdksh": true,
+	"oksh": true, "loksh": true, "ash": true, "hush": true, "fish": true, "csh": true, "tcsh": true,
+	"yash": true, "posh": true, "rbash": true, "lksh": true,
+}
+
+// isShell reports whether name runs a POSIX-like shell.
+func isShell(name string) bool { return shellNames[family(name)] }
+
+// command creates a Command from expanded words, reports it, and analyses
+// what it runs. hook runs right after the command is added.
+func (a *analyzer) command(c ctx, words []Word, hook func(int)) int {
+	if a.err != nil {
+		return -1
+	}
+	if len(a.out.Commands) >= a.lim.MaxCommands {
+		a.limitErr("more than %d commands", a.lim.MaxCommands)
+		return -1
+	}
+	prog := words[0]
+	cmd := Command{
+		Program:   prog.Value,
+		Redirects: c.redirs,
+		Wrappers:  c.wrappers,
+		Via:       c.via,
+		Depth:     c.depth,
+		Parent:    c.parent,
+		scope:     c.scope,
+	}
+	if len(words) > 1 {
+		cmd.Args = words[1:]
+	}
+	if prog.Dynamic || prog.Glob {
+		cmd.Dynamic = true
+	} else {
+		cmd.Name = programName(prog.Value)
+	}
+	cmd.Flags, cmd.Positionals = normalizeFlags(a, cmd.Name, cmd.Args)
+	for _, w := range words {
+		if w.zshQual {
+			cmd.Code = CodeInline
+		}
+	}
+	idx := len(a.out.Commands)
+	a.out.Commands = append(a.out.Commands, cmd)
+	if hook != nil {
+		hook(idx)
+	}
+	if !cmd.Dynamic {
+		a.dispatch(c, idx, cmd.Name, cmd.Args)
+	}
+	return idx
+}
+
+// wrapped reports the command a wrapper runs.
+func (a *analyzer) wrapped(c ctx, idx int, words []Word, via string, stdin stdinSrc) int {
+	if len(words) == 0 || a.err != nil {
+		return -1
+	}
+	nc := a.childCtx(c, idx)
+	if via != "" {
+		nc.via = via
+	}
+	nc.stdin = stdin
+	return a.command(nc, words, nil)
+}
+
+// wrapperFlags recomputes a wrapper's Flags from its own options only: the
+// wrapped command's words are all Positionals.
+func (a *analyzer) wrapperFlags(idx, start int) {
+	cmd := &a.out.Commands[idx]
+	if start >= len(cmd.Args) {
+		return
+	}
+	flags, pos := normalizeFlags(a, cmd.Name, cmd.Args[:start])
+	out := a.wordsN(len(pos) + len(cmd.Args) - start)
+	out = append(out, pos...)
+	out = append(out, cmd.Args[start:]...)
+	cmd.Flags, cmd.Positionals = flags, out
+}
+
+// scanFlags sets a wrapper's Flags from its scanned options; option values
+// and the wrapped command's words are Positionals.
+func (a *analyzer) scanFlags(idx int, args []Word, r *optScan) {
+	cmd := &a.out.Commands[idx]
+	flags := a.stringsN(len(r.events))
+	pos := a.wordsN(len(args))
+	for _, e := range r.events {
+		flags = append(flags, e.name)
+		if e.hasVal {
+			pos = append(pos, e.val)
+		}
+	}
+	if r.operands != nil {
+		for _, i := range r.operands {
+			pos = append(pos, args[i])
+		}
+	} else if r.start < len(args) {
+		pos = append(pos, args[r.start:]...)
+	}
+	cmd.Flags, cmd.Positionals = sortDedup(flags), pos
+}
+
+// shellString analyses src as a shell script run by command idx in a new
+// shell process (sh -c, su -c, ssh, watch, ...).
+func (a *analyzer) shellString(c ctx, idx int, src Word, via string, args []Word) {
+	if src.Dynamic {
+		a.setCode(idx, CodeDynamic)
+		return
+	}
+	nc := a.childCtx(c, idx)
+	e := c.env.child()
+	if args != nil {
+		e.posKnown = true
+		for i, w := range args {
+			if w.Dynamic {
+				e.posKnown, e.pos = false, nil
+				break
+			}
+			if i == 0 {
+				e.arg0, e.arg0Known = w.Value, true
+			} else {
+				e.pos = append(e.pos, w.Value)
+			}
+		}
+	}
+	a.nested(nc, src.Value, via, e)
+}
+
+// sameShellString analyses src in the current shell (eval, alias, trap).
+func (a *analyzer) sameShellString(c ctx, idx int, src Word, via string) {
+	if src.Dynamic {
+		a.setCode(idx, CodeDynamic)
+		c.env.poisoned = true
+		return
+	}
+	a.nested(a.childCtx(c, idx), src.Value, via, c.env)
+}
+
+// joinWords joins words with spaces, as eval and ssh do.
+func joinWords(ws []Word) Word {
+	if len(ws) == 1 {
+		return ws[0]
+	}
+	var b strings.Builder
+	dyn := false
+	for i, w := range ws {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w.Value)
+		dyn = dyn || w.Dynamic
+	}
+	if dyn {
+		return dynWord()
+	}
+	return litWord(b.String())
+}
+
+// stdinCode handles an interpreter or shell that reads its program from
+// stdin. A static here-document fed to a shell is analysed.
+func (a *analyzer) stdinCode(c ctx, idx int, name string, shell bool) {
+	a.stdinCodeX(c, idx, name, shell, false)
+}
+
+// stdinCodeX is stdinCode; explicit says the command line asks for stdin
+// (python -, bash -s), which counts as piped code even when stdin is not
+// redirected.
+func (a *analyzer) stdinCodeX(c ctx, idx int, name string, shell, explicit bool) {
+	if explicit && (c.stdin.kind == stdinTerm || c.stdin.kind == stdinNull) {
+		a.setCode(idx, CodePiped)
+		return
+	}
+	switch c.stdin.kind {
+	case stdinPipe, stdinFile:
+		a.setCode(idx, CodePiped)
+	case stdinDoc:
+		if shell && c.stdin.known {
+			nc := a.childCtx(c, idx)
+			nc.stdin = stdinSrc{kind: stdinNull}
+			a.nested(nc, c.stdin.doc, name+" "+c.stdin.op, c.env.child())
+		} else {
+			a.setCode(idx, CodePiped)
+		}
+	}
+}
+
+// fileCode handles an interpreter given a program file: a process
+// substitution or /dev/stdin is code we cannot see.
+func (a *analyzer) fileCode(c ctx, idx int, name string, f Word, shell bool) {
+	switch {
+	case f.procSubst:
+		a.setCode(idx, CodePiped)
+	case f.Dynamic:
+		a.setCode(idx, CodeDynamic)
+	case f.Value == "-" || f.Value == "/dev/stdin" || f.Value == "/dev/fd/0" || f.Value == "/proc/self/fd/0":
+		a.stdinCodeX(c, idx, name, shell, true)
+	case strings.HasPrefix(f.Value, "/dev/fd/") || strings.HasPrefix(f.Value, "/proc/self/fd/"):
+		a.setCode(idx, CodePiped)
+	}
+}
+
+// dispatch analyses what a command runs, by program name.
+func (a *analyzer) dispatch(c ctx, idx int, name string, args []Word) {
+	if a.err != nil {
+		return
+	}
+	if isShell(name) {
+		a.shellCmd(c, idx, name, args)
+		return
+	}
+	if spec, ok := wrappers[name]; ok {
+		a.wrapperCmd(c, idx, name, spec, args)
+		return
+	}
+	if f, ok := a.funcs[name]; ok {
+		// A call of a function defined in the script: it may assign any
+		// variable.
+		if f {
+			c.env.poisoned = true
+		} else {
+			c.env.softPoison()
+		}
+	}
+	switch name {
+	case "eval":
+		if len(args) > 0 {
+			a.sameShellString(c, idx, joinWords(args), "eval")
+		}
+	case "source", ".":
+		c.env.poisoned = true
+		if len(args) > 0 {
+			a.fileCode(c, idx, name, args[0], true)
+		}
+	case "alias":
+		for _, w := range args {
+			if w.Dynamic {
+				a.setCode(idx, CodeDynamic)
+				continue
+			}
+			if _, v, ok := strings.Cut(w.Value, "="); ok && strings.TrimSpace(v) != "" {
+				a.sameShellString(c, idx, litWord(v), "alias")
+			}
+		}
+	case "trap":
+		i := 0
+		for i < len(args) && !args[i].Dynamic && strings.HasPrefix(args[i].Value, "-") && args[i].Value != "-" {
+			if args[i].Value == "--" {
+				i++
+				break
+			}
+			i++
+		}
+		if len(args)-i >= 2 {
+			if act := args[i]; act.Dynamic || (act.Value != "" && act.Value != "-") {
+				a.sameShellString(c, idx, act, "trap")
+			}
+		}
+	case "read", "mapfile", "readarray", "getopts", "unset", "wait", "printf", "export", "readonly", "declare", "typeset", "local":
+		a.varBuiltin(c, name, args)
+	case "set":
+		for _, w := range args {
+			if w.Dynamic || w.Value == "--" || (!strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "+")) {
+				c.env.posKnown = false
+				break
+			}
+		}
+	case "shift":
+		c.env.posKnown = false
+	case "at", "batch":
+		for _, w := range args {
+			if w.Value == "-f" || strings.HasPrefix(w.Value, "-f") && len(w.Value) > 2 {
+				return
+			}
+		}
+		a.stdinCode(c, idx, name, true)
+	case "find", "gfind", "bfs":
+		a.findCmd(c, idx, name, args)
+	case "crontab":
+		if len(args) > 0 && args[len(args)-1].Value == "-" {
+			a.stdinCode(c, idx, name, true)
+		}
+	default:
+		a.programCode(c, idx, name, args)
+	}
+}
+
+// varBuiltin handles builtins that assign the variables they name.
+func (a *analyzer) varBuiltin(c ctx, name string, args []Word) {
+	for i, w := range args {
+		if w.Dynamic {
+			if name == "declare" || name == "typeset" || name == "local" {
+				c.env.poisoned = true
+			}
+			continue
+		}
+		v := w.Value
+		if strings.HasPrefix(v, "-") {
+			if name == "printf" && v != "-v" {
+				return // printf assigns only with -v
+			}
+			if strings.ContainsRune(v, 'n') && (name == "declare" || name == "typeset" || name == "local") {
+				c.env.poisoned = true
+			}
+			continue
+		}
+		if name == "printf" && (i == 0 || args[i-1].Value != "-v") {
+			continue
+		}
+		n, val, hasEq := strings.Cut(v, "=")
+		a.subscript(c, Word{Value: n})
+		if j := strings.IndexByte(n, '['); j >= 0 {
+			n = n[:j]
+		}
+		if hasEq && (name == "export" || name == "readonly" || name == "declare" || name == "typeset" || name == "local") {
+			c.env.set(n, val, true)
+			continue
+		}
+		if name == "export" || name == "readonly" {
+			continue
+		}
+		c.env.unknown(n)
+	}
+}
+
+// shellCmd handles sh, bash, zsh, ...: -c STRING is analysed; a script
+// file is just a command; no script means the program comes from stdin.
+func (a *analyzer) shellCmd(c ctx, idx int, name string, args []Word) {
+	cflag, sflag := false, false
+	var cmdStr *Word
+	i := 0
+loop:
+	for ; i < len(args); i++ {
+		w := args[i]
+		if w.procSubst {
+			break loop // a file name
+		}
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic) // may be -c
+			return
+		}
+		v := w.Value
+		switch {
+		case v == "--" || v == "-":
+			i++
+			break loop
+		case len(v) < 2 || (v[0] != '-' && v[0] != '+'):
+			break loop
+		case strings.HasPrefix(v, "--"):
+			opt, val, hasEq := strings.Cut(v[2:], "=")
+			switch opt {
+			case "command", "init-command": // fish
+				if hasEq {
+					w := litWord(val)
+					cmdStr = &w
+				} else if i+1 < len(args) {
+					i++
+					w := args[i]
+					cmdStr = &w
+				}
+				if opt == "command" {
+					cflag = true
+					if cmdStr != nil {
+						a.shellString(c, idx, *cmdStr, name+" -c", nil)
+						return
+					}
+				} else if cmdStr != nil {
+					a.shellString(c, idx, *cmdStr, name+" -C", nil)
+					cmdStr = nil
+				}
+			case "rcfile", "init-file":
+				if !hasEq {
+					i++
+				}
+			}
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			switch v[j] {
+			case 'c':
+				cflag = true
+			case 's':
+				sflag = true
+			case 'o', 'O':
+				if j == len(v)-1 {
+					i++
+				}
+				j = len(v)
+			case 'C':
+				if family(name) == "fish" {
+					if i+1 < len(args) {
+						i++
+						a.shellString(c, idx, args[i], name+" -C", nil)
+					}
+					j = len(v)
+				}
+			}
+		}
+	}
+	a.wrapperFlags(idx, i)
+	if cflag {
+		if i >= len(args) {
+			return
+		}
+		a.shellString(c, idx, args[i], name+" -c", append([]Word(nil), args[i+1:]...))
+		return
+	}
+	if i < len(args) && !sflag {
+		a.fileCode(c, idx, name, args[i], true)
+		return
+	}
+	a.stdinCodeX(c, idx, name, true, sflag)
+}
+
+// wrapKind says what a wrapper does with its operands.
+type wrapKind uint8
+
+const (
+	wrapCmd      wrapKind = iota // operands are a command
+	wrapSkip1                    // one operand (duration, directory, user, lock file, mask) then a command
+	wrapShellCmd                 // operands are joined and run by a shell
+)
+
+type wrapSpec struct {
+	opts optSpec
+	kind wrapKind
+	// shellIfNone: with no command, an interactive shell runs (and reads
+	// stdin).
+	shellIfNone bool
+}
+
+var wrappers = map[string]*wrapSpec{
+	"sudo": {opts: optSpec{
+		shortVal: "aCcDgpRrTtUu", shortOpt: "h", shortNone: "ABbEeHiKklNnPSsVv",
+		longVal:  []string{"close-from", "login-class", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
+		longNone: []string{"askpass", "background", "bell", "edit", "help", "login", "list", "non-interactive", "preserve-groups", "remove-timestamp", "reset-timestamp", "set-home", "shell", "stdin", "validate", "version"},
+		longOpt:  []string{"preserve-env"},
+	}},
+	"doas":     {opts: optSpec{shortVal: "uC", shortNone: "nsL"}},
+	"pkexec":   {opts: optSpec{longVal: []string{"user"}, longNone: []string{"disable-internal-agent", "help", "version", "keep-cwd"}}},
+	"env":      {opts: optSpec{shortVal: "uCSPa", shortNone: "i0v", dashIsOpt: true, longVal: []string{"unset", "chdir", "split-string", "argv0"}, longNone: []string{"ignore-environment", "null", "debug", "help", "version", "list-signal-handling"}, longOpt: []string{"default-signal", "ignore-signal", "block-signal"}}},
+	"command":  {opts: optSpec{shortNone: "pvV"}},
+	"builtin":  {},
+	"exec":     {opts: optSpec{shortVal: "a", shortNone: "cl"}},
+	"nohup":    {},
+	"time":     {opts: optSpec{shortVal: "fo", shortNone: "apqv", longVal: []string{"format", "output"}, longNone: []string{"append", "portability", "verbose", "quiet", "help", "version"}}},
+	"timeout":  {kind: wrapSkip1, opts: optSpec{shortVal: "sk", shortNone: "fpv", longVal: []string{"signal", "kill-after"}, longNone: []string{"foreground", "preserve-status", "verbose", "help", "version"}}},
+	"nice":     {opts: optSpec{shortVal: "n", numeric: true, longVal: []string{"adjustment"}, longNone: []string{"help", "version"}}},
+	"ionice":   {opts: optSpec{shortVal: "cnpPu", shortNone: "th", longVal: []string{"class", "classdata", "pid", "pgid", "uid"}, longNone: []string{"ignore", "help", "version"}}},
+	"stdbuf":   {opts: optSpec{shortVal: "ioe", longVal: []string{"input", "output", "error"}, longNone: []string{"help", "version"}}},
+	"setsid":   {opts: optSpec{shortNone: "cfw", longNone: []string{"ctty", "fork", "wait", "help", "version"}}},
+	"unbuffer": {opts: optSpec{shortNone: "p"}},
+	"chroot":   {kind: wrapSkip1, shellIfNone: true, opts: optSpec{longVal: []string{"userspec", "groups"}, longNone: []string{"skip-chdir", "help", "version"}}},
+	"flock":    {kind: wrapSkip1, opts: optSpec{shortVal: "wE", shortNone: "sexnouFhV", longVal: []string{"timeout", "wait", "conflict-exit-code"}, longNone: []string{"shared", "exclusive", "nonblock", "nb", "close", "unlock", "no-fork", "verbose", "help", "version"}}},
+	"xargs": {opts: optSpec{
+		shortVal: "aEdILnPs", shortOpt: "eil", shortNone: "0oprtx",
+		longVal:  []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"},
+		longOpt:  []string{"eof", "replace", "max-lines"},
+		longNone: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "help", "version"},
+	}},
+	"watch": {kind: wrapShellCmd, opts: optSpec{
+		shortVal: "nq", shortOpt: "d", shortNone: "bceghprtwxC",
+		longVal:  []string{"interval", "equexit"},
+		longOpt:  []string{"differences"},
+		longNone: []string{"beep", "color", "no-color", "errexit", "chgexit", "exec", "precise", "no-title", "no-wrap", "no-linewrap", "no-rerun", "help", "version"},
+	}},
+	"su": {shellIfNone: true, opts: optSpec{
+		shortVal: "cCgGsw", shortNone: "lmpPfhV", dashIsOpt: true, permute: true,
+		longVal:  []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"},
+		longNone: []string{"login", "preserve-environment", "pty", "fast", "help", "version"},
+	}},
+	"runuser": {shellIfNone: true, opts: optSpec{
+		shortVal: "cCgGswu", shortNone: "lmpPfhV", dashIsOpt: true, permute: true,
+		longVal:  []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment", "user"},
+		longNone: []string{"login", "preserve-environment", "pty", "fast", "help", "version"},
+	}},
+	"ssh": {opts: optSpec{shortVal: "BbcDEeFIiJLlmOopQRSWw", shortNone: "46AaCfGgKkMNnqsTtVvXxYy"}},
+	"script": {shellIfNone: true, opts: optSpec{
+		shortVal: "cEIOBTmo", shortOpt: "t", shortNone: "aefqhVF", permute: true,
+		longVal:  []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
+		longOpt:  []string{"timing"},
+		longNone: []string{"append", "return", "flush", "force", "quiet", "help", "version"},
+	}},
+	"busybox":      {},
+	"parallel":     {kind: wrapShellCmd},
+	"sg":           {kind: wrapShellCmd},
+	"chrt":         {opts: optSpec{shortVal: "TPD", shortNone: "abdefiomrRpvh", longNone: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "pid", "verbose", "max", "help", "version"}, longVal: []string{"sched-runtime", "sched-period", "sched-deadline"}}},
+	"taskset":      {kind: wrapSkip1, opts: optSpec{shortNone: "acpVh", longNone: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}},
+	"unshare":      {shellIfNone: true, opts: optSpec{shortVal: "SGRwl", shortOpt: "muinpUCT", shortNone: "frch", longVal: []string{"setgroups", "map-user", "map-group", "map-users", "map-groups", "propagation", "root", "wd", "setuid", "setgid", "load-interp"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "mount-proc", "kill-child", "monotonic", "boottime", "map-auto", "map-subids"}, longNone: []string{"fork", "map-root-user", "map-current-user", "keep-caps", "help", "version"}}},
+	"nsenter":      {shellIfNone: true, opts: optSpec{shortVal: "tSG", shortOpt: "mutinpUCTrw", shortNone: "aFZ", longVal: []string{"target", "setuid", "setgid"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd", "env"}, longNone: []string{"all", "preserve-credentials", "no-fork", "follow-context", "help", "version"}}},
+	"strace":       {opts: optSpec{shortVal: "abeEIoOpPsSuUX", shortNone: "cCdDfFhiknqrtTvVwxyYz"}},
+	"ltrace":       {opts: optSpec{shortVal: "aAeEfFlLnopsSuwxX", shortNone: "bcCdhiKrStTV"}},
+	"fakeroot":     {opts: optSpec{shortVal: "sil", shortNone: "uhv", longVal: []string{"lib", "faked"}, longNone: []string{"unknown-is-real", "help", "version"}}},
+	"firejail":     {},
+	"bwrap":        {opts: optSpec{multiVal: true}},
+	"torsocks":     {opts: optSpec{shortVal: "uapP", shortNone: "idqhV6"}},
+	"proxychains":  {opts: optSpec{shortVal: "f", shortNone: "q"}},
+	"proxychains4": {opts: optSpec{shortVal: "f", shortNone: "q"}},
+	"sshpass":      {opts: optSpec{shortVal: "pfdP", shortNone: "ehvV"}},
+	"caffeinate":   {opts: optSpec{shortVal: "tw", shortNone: "dimsu"}},
+	"xvfb-run":     {opts: optSpec{shortVal: "fnlpsew", shortNone: "ah", longVal: []string{"auth-file", "server-num", "error-file", "xauth-protocol", "server-args", "wait"}, longNone: []string{"auto-servernum", "listen-tcp", "help"}}},
+	"rlwrap":       {opts: optSpec{shortVal: "aAbCDeEfFgHlMoOpPqsSwz", shortNone: "cihmnrRtUvW"}},
+	"gosu":         {kind: wrapSkip1},
+	"su-exec":      {kind: wrapSkip1},
+	"setpriv":      {},
+	"systemd-run":  {opts: optSpec{shortVal: "pEMHu", shortNone: "qrtPGSdh", longVal: []string{"unit", "property", "description", "slice", "uid", "gid", "nice", "working-directory", "setenv", "host", "machine", "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar", "timer-property", "path-property", "socket-property", "service-type"}}},
+	"catchsegv":    {},
+	"nocorrect":    {},
+	"noglob":       {},
+	"valgrind":     {},
+	"dbus-launch":  {},
+}
+
+// wrapperCmd handles commands that run another command.
+func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args []Word) {
+	switch name {
+	case "xargs":
+		a.xargsCmd(c, idx, spec, args)
+		return
+	case "busybox":
+		if len(args) > 0 && !strings.HasPrefix(args[0].Value, "-") {
+			a.wrapperFlags(idx, 0)
+			a.wrapped(c, idx, args, "", c.stdin)
+		}
+		return
+	case "ssh":
+		a.sshCmd(c, idx, spec, args)
+		return
+	case "parallel":
+		a.parallelCmd(c, idx, args)
+		return
+	case "sg":
+		// sg [-] [group [-c] command]: the command runs through /bin/sh -c.
+		i := 0
+		if i < len(args) && args[i].Value == "-" {
+			i++
+		}
+		i++ // group
+		if i < len(args) && args[i].Value == "-c" {
+			i++
+		}
+		if i < len(args) {
+			a.wrapperFlags(idx, i)
+			a.shellString(c, idx, joinWords(args[i:]), "sg", nil)
+		}
+		return
+	}
+	r := spec.opts.scan(args)
+	starts := []int{r.start}
+	starts = append(starts, r.alts...)
+	if spec.opts.permute {
+		starts = []int{len(args)}
+	}
+	a.scanFlags(idx, args, &r)
+	for si, start := range starts {
+		if start > len(args) {
+			continue
+		}
+		rest := args[start:]
+		via := ""
+		switch name {
+		case "command":
+			if r.has("v", "V") {
+				return // command -v only looks the name up
+			}
+		case "env", "sudo":
+			rest = a.assignPrefix(c, idx, rest, si == 0)
+			if name == "env" && si == 0 {
+				if s, ok := r.val("S", "split-string"); ok {
+					a.envSplit(c, idx, spec, s, rest)
+					return
+				}
+			}
+			if name == "sudo" && si == 0 {
+				if r.has("e", "edit", "v", "validate", "k", "K", "remove-timestamp", "reset-timestamp") && len(rest) == 0 {
+					return
+				}
+				if r.has("s", "i", "shell", "login") {
+					if len(rest) == 0 {
+						a.stdinCode(c, idx, name, true)
+					} else {
+						via := "sudo -s"
+						if r.has("i", "login") {
+							via = "sudo -i"
+						}
+						a.shellString(c, idx, joinWords(rest), via, nil)
+					}
+					return
+				}
+			}
+		case "doas":
+			if si == 0 && r.has("s") && len(rest) == 0 {
+				a.stdinCode(c, idx, name, true)
+				return
+			}
+		case "time":
+			if f, ok := r.val("o", "output"); ok && si == 0 {
+				a.addCmdRedirect(idx, Redirect{Op: "-o", FD: -1, Target: f, Write: true})
+			}
+		case "flock":
+			if len(rest) > 1 && (rest[1].Value == "-c" || rest[1].Value == "--command") {
+				if len(rest) > 2 {
+					a.shellString(c, idx, rest[2], "flock -c", nil)
+				}
+				continue
+			}
+		case "watch":
+			if r.has("x", "exec") {
+				a.wrapped(c, idx, rest, "watch", c.stdin)
+			} else if len(rest) > 0 {
+				a.shellString(c, idx, joinWords(rest), "watch", nil)
+			}
+			continue
+		case "su", "runuser":
+			if cmd, ok := r.val("c", "command", "C", "session-command"); ok {
+				a.shellString(c, idx, cmd, name+" -c", nil)
+				return
+			}
+			if name == "runuser" && r.has("u", "user") && len(r.operands) > 0 {
+				a.wrapped(c, idx, args[r.operands[0]:], "", c.stdin)
+				return
+			}
+			a.stdinCode(c, idx, name, true)
+			return
+		case "script":
+			if cmd, ok := r.val("c", "command"); ok {
+				a.shellString(c, idx, cmd, "script -c", nil)
+			} else {
+				a.stdinCode(c, idx, name, true)
+			}
+			if len(r.operands) > 0 {
+				a.addCmdRedirect(idx, Redirect{Op: ">", FD: -1, Target: args[r.operands[0]], Write: true})
+			}
+			return
+		case "chrt":
+			if r.has("p", "pid") {
+				return
+			}
+			if len(rest) > 0 && isDigits(rest[0].Value) {
+				rest = rest[1:]
+			}
+		case "taskset":
+			if r.has("p", "pid") {
+				return
+			}
+		case "ionice":
+			if r.has("p", "P", "u", "pid", "pgid", "uid") && len(rest) == 0 {
+				return
+			}
+		}
+		if spec.kind == wrapSkip1 {
+			if len(rest) == 0 {
+				continue
+			}
+			rest = rest[1:]
+		}
+		if len(rest) == 0 {
+			if spec.shellIfNone && si == 0 {
+				a.stdinCode(c, idx, name, true)
+			}
+			continue
+		}
+		a.wrapped(c, idx, rest, via, c.stdin)
+	}
+}
+
+func (a *analyzer) addCmdRedirect(idx int, r Redirect) {
+	cmd := &a.out.Commands[idx]
+	cmd.Redirects = a.concatRedirs(cmd.Redirects, []Redirect{r})
+	a.out.Redirects = append(a.out.Redirects, r)
+}
+
+// assignPrefix skips NAME=value words before a command (env, sudo) and
+// records them; record is false for alternative parses.
+func (a *analyzer) assignPrefix(c ctx, idx int, words []Word, record bool) []Word {
+	i := 0
+	for i < len(words) {
+		w := words[i]
+		if w.Dynamic {
+			break
+		}
+		n, v, ok := strings.Cut(w.Value, "=")
+		if !ok || !validName(n) {
+			break
+		}
+		if record {
+			vw := litWord(v)
+			a.recordAssign(c, n, vw, idx)
+			a.envString(c, n, vw, idx)
+		}
+		i++
+	}
+	return words[i:]
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		if ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || i > 0 && ch >= '0' && ch <= '9' {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+// envSplit handles env -S STRING: the string is split into words that
+// continue env's command line.
+func (a *analyzer) envSplit(c ctx, idx int, spec *wrapSpec, s Word, rest []Word) {
+	if s.Dynamic {
+		a.setCode(idx, CodeDynamic)
+		return
+	}
+	words, ok := splitEnvString(s.Value)
+	if !ok {
+		a.setCode(idx, CodeDynamic)
+		return
+	}
+	all := append(words, rest...)
+	if len(all) == 0 {
+		return
+	}
+	a.words += len(words)
+	if a.words > a.lim.MaxWords {
+		a.limitErr("more than %d words", a.lim.MaxWords)
+		return
+	}
+	// Analyse "env <split words> <rest>" as a nested env command.
+	nc := a.childCtx(c, idx)
+	nc.via = "env -S"
+	nc.depth = c.depth + 1
+	if nc.depth > a.lim.MaxDepth {
+		a.limitErr("nesting deeper than %d (env -S)", a.lim.MaxDepth)
+		return
+	}
+	a.command(nc, append([]Word{litWord("env")}, all...), nil)
+}
+
+// splitEnvString splits env -S's string: whitespace-separated, with '...'
+// and "..." quoting and backslash escapes. ${VAR} makes a word dynamic.
+func splitEnvString(s string) ([]Word, bool) {
+	var out []Word
+	var cur []byte
+	have, dyn := false, false
+	flush := func() {
+		if have {
+			if dyn {
+				out = append(out, dynWord())
+			} else {
+				out = append(out, litWord(string(cur)))
+			}
+		}
+		cur, have, dyn = cur[:0], false, false
+	}
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case ch == ' ' || ch == '\t' || ch == '\n':
+			flush()
+		case ch == '#' && !have:
+			return out, true
+		case ch == '\'':
+			j := strings.IndexByte(s[i+1:], '\'')
+			if j < 0 {
+				return nil, false
+			}
+			cur, have = append(cur, s[i+1:i+1+j]...), true
+			i += j + 1
+		case ch == '"':
+			i++
+			have = true
+			for ; i < len(s) && s[i] != '"'; i++ {
+				if s[i] == '\\' && i+1 < len(s) {
+					i++
+				} else if s[i] == '$' {
+					dyn = true
+				}
+				cur = append(cur, s[i])
+			}
+			if i >= len(s) {
+				return nil, false
+			}
+		case ch == '\\' && i+1 < len(s):
+			i++
+			if s[i] == 'c' {
+				flush()
+				return out, true
+			}
+			cur, have = append(cur, s[i]), true
+		case ch == '$':
+			dyn, have = true, true
+		default:
+			cur, have = append(cur, ch), true
+		}
+	}
+	flush()
+	return out, true
+}
+
+// xargsCmd handles xargs: the command gets the stdin items as extra
+// (dynamic) arguments, or in place of the -I replacement string.
+func (a *analyzer) xargsCmd(c ctx, idx int, spec *wrapSpec, args []Word) {
+	r := spec.opts.scan(args)
+	a.scanFlags(idx, args, &r)
+	repl := ""
+	for _, e := range r.events {
+		switch e.name {
+		case "I", "replace":
+			if e.hasVal {
+				repl = e.val.Value
+			} else {
+				repl = "{}"
+			}
+		case "i":
+			repl = "{}"
+			if e.hasVal {
+				repl = e.val.Value
+			}
+		}
+	}
+	stdin := stdinSrc{kind: stdinNull}
+	if r.has("a", "arg-file", "o", "open-tty") {
+		stdin = c.stdin
+	}
+	starts := append([]int{r.start}, r.alts...)
+	for _, start := range starts {
+		if start > len(args) {
+			continue
+		}
+		var words []Word
+		if start == len(args) {
+			words = []Word{litWord("echo")}
+		} else {
+			words = make([]Word, len(args)-start, len(args)-start+1)
+			copy(words, args[start:])
+		}
+		if repl != "" {
+			for i, w := range words {
+				if strings.Contains(w.Value, repl) {
+					words[i] = replaceDyn(w, repl)
+				}
+			}
+		} else {
+			words = append(words, dynWord())
+		}
+		a.wrapped(c, idx, words, "xargs", stdin)
+	}
+}
+
+// replaceDyn replaces occurrences of s in w with a dynamic part.
+func replaceDyn(w Word, s string) Word {
+	parts := strings.Split(w.Value, s)
+	var v, p strings.Builder
+	for i, part := range parts {
+		if i > 0 {
+			v.WriteByte('*')
+			p.WriteByte('*')
+		}
+		v.WriteString(part)
+		p.WriteString(escapePattern(part))
+	}
+	return Word{Value: v.String(), Pattern: p.String(), Dynamic: true, Glob: true}
+}
+
+// sshCmd handles ssh: options, host, more options, then the remote command
+// (run by the remote shell). -o ProxyCommand / LocalCommand run locally.
+func (a *analyzer) sshCmd(c ctx, idx int, spec *wrapSpec, args []Word) {
+	a.sshOptions(c, idx, args)
+	r := spec.opts.scan(args)
+	starts := append([]int{r.start}, r.alts...)
+	a.scanFlags(idx, args, &r)
+	for si, start := range starts {
+		if start >= len(args) {
+			continue
+		}
+		rest := args[start+1:] // after the host
+		r2 := spec.opts.scan(rest)
+		cmdStart := r2.start
+		if cmdStart >= len(rest) {
+			if si == 0 {
+				a.stdinCode(c, idx, "ssh", true)
+			}
+			continue
+		}
+		a.shellString(c, idx, joinWords(rest[cmdStart:]), "ssh", nil)
+	}
+}
+
+// sshOptions analyses -o ProxyCommand=... and -o LocalCommand=... values
+// (also used for scp and sftp).
+func (a *analyzer) sshOptions(c ctx, idx int, args []Word) {
+	for i, w := range args {
+		var opt Word
+		switch {
+		case w.Value == "-o" && i+1 < len(args):
+			opt = args[i+1]
+		case strings.HasPrefix(w.Value, "-o") && len(w.Value) > 2 && !w.Dynamic:
+			opt = litWord(w.Value[2:])
+		default:
+			continue
+		}
+		if opt.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			continue
+		}
+		key, val := splitSSHOption(opt.Value)
+		switch strings.ToLower(key) {
+		case "proxycommand", "localcommand", "knownhostscommand":
+			if val != "" && strings.ToLower(val) != "none" {
+				a.shellString(c, idx, litWord(val), "ssh -o "+key, nil)
+			}
+		}
+	}
+}
+
+func splitSSHOption(s string) (string, string) {
+	s = strings.TrimSpace(s)
+	i := strings.IndexAny(s, "= \t")
+	if i < 0 {
+		return s, ""
+	}
+	key := s[:i]
+	val := strings.TrimLeft(s[i:], "= \t")
+	return key, val
+}
+
+// parallelCmd handles GNU parallel: the command template (before :::) runs
+// through a shell; with no command, the input lines are commands.
+func (a *analyzer) parallelCmd(c ctx, idx int, args []Word) {
+	i := 0
+	for i < len(args) && strings.HasPrefix(args[i].Value, "-") && !args[i].Dynamic {
+		if args[i].Value == "--" {
+			i++
+			break
+		}
+		i++
+	}
+	j := i
+	for j < len(args) && !strings.HasPrefix(args[j].Value, ":::") {
+		j++
+	}
+	a.wrapperFlags(idx, i)
+	if j > i {
+		a.shellString(c, idx, joinWords(args[i:j]), "parallel", nil)
+		// The last skipped option may have taken a value: the command may
+		// start one word later.
+		if i > 0 && j > i+1 && !strings.HasPrefix(args[i-1].Value, "--") {
+			a.shellString(c, idx, joinWords(args[i+1:j]), "parallel", nil)
+		}
+		return
+	}
+	if j < len(args) {
+		// parallel ::: "cmd1" "cmd2": the arguments are commands.
+		for _, w := range args[j+1:] {
+			if strings.HasPrefix(w.Value, ":::") {
+				break
+			}
+			a.shellString(c, idx, w, "parallel", nil)
+		}
+		return
+	}
+	a.stdinCode(c, idx, "parallel", false)
+}
+
+// findCmd handles find: -exec/-execdir/-ok/-okdir run a command ({} is a
+// dynamic word), -delete is reported as "rm -rf" of the starting points,
+// -fprint/-fls/-fprintf open files for writing.
+func (a *analyzer) findCmd(c ctx, idx int, name string, args []Word) {
+	i := 0
+	for i < len(args) && !args[i].Dynamic {
+		v := args[i].Value
+		if v == "-H" || v == "-L" || v == "-P" || (strings.HasPrefix(v, "-O") && isDigits(v[2:])) {
+			i++
+			continue
+		}
+		if v == "-D" {
+			i += 2
+			continue
+		}
+		break
+	}
+	s0 := i
+	for ; i < len(args); i++ {
+		w := args[i]
+		if !w.Dynamic && (strings.HasPrefix(w.Value, "-") || w.Value == "(" || w.Value == "!" || w.Value == ")" || w.Value == ",") {
+			break
+		}
+	}
+	starts := args[s0:i:i]
+	if len(starts) == 0 {
+		starts = []Word{litWord(".")}
+	}
+	for ; i < len(args); i++ {
+		w := args[i]
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic) // may be -exec or -delete
+			continue
+		}
+		switch v := w.Value; v {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			j := i + 1
+			var words []Word
+			for ; j < len(args); j++ {
+				x := args[j]
+				if !x.Dynamic && (x.Value == ";" || (x.Value == "+" && j > i+1 && args[j-1].Value == "{}")) {
+					break
+				}
+				if strings.Contains(x.Value, "{}") {
+					x = replaceDyn(x, "{}")
+				}
+				words = append(words, x)
+			}
+			a.wrapped(c, idx, words, "find "+v, c.stdin)
+			i = j
+		case "-delete":
+			words := make([]Word, 0, len(starts)+2)
+			words = append(words, litWord("rm"), litWord("-rf"))
+			words = append(words, starts...)
+			a.wrapped(c, idx, words, "find -delete", c.stdin)
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if i+1 < len(args) {
+				a.addCmdRedirect(idx, Redirect{Op: v, FD: -1, Target: args[i+1], Write: true})
+				i++
+			}
+			if v == "-fprintf" {
+				i++
+			}
+		}
+	}
+}

@@ -1,0 +1,449 @@
+package shell
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// The fast parser handles a small subset of bash that covers most agent
+// commands: words made of plain characters, '...' and "..." without
+// expansions, joined by | && || and ;, with >, >>, <, N>, >&N and N>&M
+// redirections. It builds the same syntax tree as mvdan.cc/sh (minus
+// positions) from a few slab allocations, and gives up (ok=false) on
+// anything else, which then goes to the full parser. FuzzFastParse checks
+// that both parsers give the same analysis for every input the fast parser
+// accepts.
+
+type fastTokKind uint8
+
+const (
+	ftWord fastTokKind = iota
+	ftPipe
+	ftAnd
+	ftOr
+	ftSemi
+	ftRedir
+)
+
+type fastTok struct {
+	kind   fastTokKind
+	op     syntax.RedirOperator // ftRedir
+	n      string               // ftRedir: the fd number ("" if none)
+	p0, p1 int32                // ftWord: parts [p0,p1) in fastParser.parts
+}
+
+type fastPartKind uint8
+
+const (
+	fpLit fastPartKind = iota
+	fpSgl
+	fpDbl
+)
+
+type fastPart struct {
+	kind fastPartKind
+	val  string
+}
+
+// fastParser holds reusable token buffers (pooled with the parser).
+type fastParser struct {
+	toks  []fastTok
+	parts []fastPart
+}
+
+// plainByte reports bytes that may appear unquoted in a fast-path word.
+// Everything with a meaning to the shell ($ ` \ ( ) { } # ! & | ; < > space
+// quotes, newline) and control or non-ASCII bytes are excluded.
+var plainByte = func() (t [256]bool) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = true
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = true
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for _, c := range "_-./:,@%+=^~*?[]" {
+		t[c] = true
+	}
+	return t
+}()
+
+// dqByte reports bytes allowed inside a fast-path "...": anything but
+// $ ` \ " and control bytes.
+func dqByte(c byte) bool {
+	return c >= 0x20 && c != '$' && c != '`' && c != '\\' && c != '"' && c != 0x7f
+}
+
+// fastReserved are words the full parser treats specially at the start of
+// a command.
+var fastReserved = map[string]bool{
+	"!": true, "[[": true, "]]": true, "{": true, "}": true, "case": true, "coproc": true, "do": true,
+	"done": true, "elif": true, "else": true, "esac": true, "fi": true, "for": true, "function": true,
+	"if": true, "in": true, "select": true, "then": true, "time": true, "until": true, "while": true,
+	"declare": true, "local": true, "export": true, "readonly": true, "typeset": true, "nameref": true,
+	"let": true, "@test": true,
+}
+
+// lex splits src into tokens; ok is false for anything outside the subset.
+func (fp *fastParser) lex(src string) bool {
+	fp.toks, fp.parts = fp.toks[:0], fp.parts[:0]
+	i := 0
+	for i < len(src) {
+		c := src[i]
+		switch c {
+		case ' ', '\t':
+			i++
+			continue
+		case '|':
+			if i+1 < len(src) && src[i+1] == '|' {
+				fp.toks = append(fp.toks, fastTok{kind: ftOr})
+				i += 2
+				continue
+			}
+			if i+1 < len(src) && src[i+1] == '&' {
+				return false // |&
+			}
+			fp.toks = append(fp.toks, fastTok{kind: ftPipe})
+			i++
+			continue
+		case '&':
+			if i+1 < len(src) && src[i+1] == '&' {
+				fp.toks = append(fp.toks, fastTok{kind: ftAnd})
+				i += 2
+				continue
+			}
+			return false // background, &>
+		case ';':
+			if i+1 < len(src) && (src[i+1] == ';' || src[i+1] == '&' || src[i+1] == '|') {
+				return false
+			}
+			fp.toks = append(fp.toks, fastTok{kind: ftSemi})
+			i++
+			continue
+		case '>', '<':
+			if !fp.redir(src, &i, "") {
+				return false
+			}
+			continue
+		}
+		// A word.
+		p0 := len(fp.parts)
+		start := i
+		for i < len(src) {
+			c := src[i]
+			switch {
+			case plainByte[c]:
+				j := i
+				for j < len(src) && plainByte[src[j]] {
+					j++
+				}
+				fp.parts = append(fp.parts, fastPart{fpLit, src[i:j]})
+				i = j
+			case c == '\'':
+				j := i + 1
+				for j < len(src) && src[j] != '\'' {
+					if b := src[j]; (b < 0x20 && b != '\t') || b == 0x7f {
+						return false // control bytes: the full parser decides
+					}
+					j++
+				}
+				if j >= len(src) {
+					return false
+				}
+				fp.parts = append(fp.parts, fastPart{fpSgl, src[i+1 : j]})
+				i = j + 1
+			case c == '"':
+				j := i + 1
+				for j < len(src) && dqByte(src[j]) {
+					j++
+				}
+				if j >= len(src) || src[j] != '"' {
+					return false
+				}
+				fp.parts = append(fp.parts, fastPart{fpDbl, src[i+1 : j]})
+				i = j + 1
+			default:
+				goto end
+			}
+		}
+	end:
+		if i == start {
+			return false // a byte outside the subset
+		}
+		// Literal parts next to each other (a'b'c) are separate parts, as
+		// in the full parser; adjacent plain runs cannot occur.
+		if i < len(src) && (src[i] == '>' || src[i] == '<') && len(fp.parts) == p0+1 &&
+			fp.parts[p0].kind == fpLit && isDigits(fp.parts[p0].val) {
+			// N> and N<: the digits are the descriptor.
+			n := fp.parts[p0].val
+			fp.parts = fp.parts[:p0]
+			if !fp.redir(src, &i, n) {
+				return false
+			}
+			continue
+		}
+		fp.toks = append(fp.toks, fastTok{kind: ftWord, p0: int32(p0), p1: int32(len(fp.parts))})
+	}
+	return true
+}
+
+// redir lexes a redirection operator at src[*i] and the word after it.
+func (fp *fastParser) redir(src string, i *int, n string) bool {
+	j := *i
+	var op syntax.RedirOperator
+	switch {
+	case src[j] == '<':
+		if j+1 < len(src) && (src[j+1] == '<' || src[j+1] == '>' || src[j+1] == '&' || src[j+1] == '(') {
+			return false
+		}
+		op = syntax.RdrIn
+		j++
+	case j+1 < len(src) && src[j+1] == '>':
+		op = syntax.AppOut
+		j += 2
+	case j+1 < len(src) && src[j+1] == '&':
+		op = syntax.DplOut
+		j += 2
+	case j+1 < len(src) && (src[j+1] == '|' || src[j+1] == '('):
+		return false
+	default:
+		op = syntax.RdrOut
+		j++
+	}
+	if j < len(src) && (src[j] == '>' || src[j] == '<' || src[j] == '&' || src[j] == '|' || src[j] == '(') {
+		return false
+	}
+	*i = j
+	fp.toks = append(fp.toks, fastTok{kind: ftRedir, op: op, n: n})
+	return true
+}
+
+// fastSlabs are the nodes of one fast-path tree, allocated together.
+type fastSlabs struct {
+	lits   []syntax.Lit
+	sgls   []syntax.SglQuoted
+	dbls   []syntax.DblQuoted
+	parts  []syntax.WordPart // words' parts
+	dparts []syntax.WordPart // the Lit inside each non-empty "..."
+	words  []syntax.Word
+	wptrs  []*syntax.Word
+	calls  []syntax.CallExpr
+	stmts  []syntax.Stmt
+	bins   []syntax.BinaryCmd
+	redirs []syntax.Redirect
+	rptrs  []*syntax.Redirect
+	sptrs  []*syntax.Stmt
+}
+
+type fastCounts struct {
+	lit, sgl, dbl, dpart, part, word int
+}
+
+func (fp *fastParser) count(t fastTok, n *fastCounts) {
+	n.word++
+	for _, p := range fp.parts[t.p0:t.p1] {
+		n.part++
+		switch p.kind {
+		case fpLit:
+			n.lit++
+		case fpSgl:
+			n.sgl++
+		case fpDbl:
+			n.dbl++
+			if p.val != "" {
+				n.lit++
+				n.dpart++
+			}
+		}
+	}
+}
+
+// parse parses src with the fast parser, or returns ok=false.
+func (fp *fastParser) parse(src string) (*syntax.File, bool) {
+	if len(src) > 4<<10 || !utf8.ValidString(src) || !fp.lex(src) {
+		return nil, false
+	}
+	toks := fp.toks
+	if len(toks) == 0 {
+		return nil, false
+	}
+	// Check the grammar and count nodes.
+	var n fastCounts
+	nBins, nRedirs, nTop, nCalls := 0, 0, 0, 0
+	cmdWords, cmdAny := 0, false
+	for k := 0; k < len(toks); k++ {
+		t := toks[k]
+		switch t.kind {
+		case ftWord:
+			if cmdWords == 0 {
+				// First word: no assignments, no reserved words.
+				for _, p := range fp.parts[t.p0:t.p1] {
+					if p.kind == fpLit && strings.ContainsAny(p.val, "=[") {
+						return nil, false
+					}
+				}
+				if t.p1 == t.p0+1 && fp.parts[t.p0].kind == fpLit && fastReserved[fp.parts[t.p0].val] {
+					return nil, false
+				}
+			}
+			cmdWords++
+			cmdAny = true
+			fp.count(t, &n)
+		case ftRedir:
+			if k+1 >= len(toks) || toks[k+1].kind != ftWord {
+				return nil, false
+			}
+			k++
+			fp.count(toks[k], &n)
+			nRedirs++
+			if t.n != "" {
+				n.lit++
+			}
+			cmdAny = true
+		case ftPipe, ftAnd, ftOr, ftSemi:
+			if !cmdAny {
+				return nil, false
+			}
+			nCalls++
+			if t.kind == ftSemi {
+				nTop++
+			} else {
+				nBins++
+			}
+			cmdWords, cmdAny = 0, false
+		}
+	}
+	switch toks[len(toks)-1].kind {
+	case ftPipe, ftAnd, ftOr:
+		return nil, false
+	case ftSemi:
+	default:
+		nTop++
+		nCalls++
+	}
+	var sl fastSlabs
+	sl.lits = make([]syntax.Lit, 0, n.lit)
+	sl.sgls = make([]syntax.SglQuoted, 0, n.sgl)
+	sl.dbls = make([]syntax.DblQuoted, 0, n.dbl)
+	sl.parts = make([]syntax.WordPart, 0, n.part)
+	sl.dparts = make([]syntax.WordPart, 0, n.dpart)
+	sl.words = make([]syntax.Word, 0, n.word)
+	sl.wptrs = make([]*syntax.Word, 0, n.word)
+	sl.calls = make([]syntax.CallExpr, 0, nCalls)
+	sl.stmts = make([]syntax.Stmt, 0, nCalls+nBins)
+	sl.bins = make([]syntax.BinaryCmd, 0, nBins)
+	sl.redirs = make([]syntax.Redirect, 0, nRedirs)
+	sl.rptrs = make([]*syntax.Redirect, 0, nRedirs)
+	sl.sptrs = make([]*syntax.Stmt, 0, nTop)
+
+	f := &syntax.File{}
+	k := 0
+	for k < len(toks) {
+		s := fp.andOr(toks, &k, &sl)
+		sl.sptrs = append(sl.sptrs, s)
+		if k < len(toks) && toks[k].kind == ftSemi {
+			k++
+		}
+	}
+	f.Stmts = sl.sptrs
+	return f, true
+}
+
+// andOr builds pipelines joined by && and ||, left-associative.
+func (fp *fastParser) andOr(toks []fastTok, k *int, sl *fastSlabs) *syntax.Stmt {
+	s := fp.pipeline(toks, k, sl)
+	for *k < len(toks) && (toks[*k].kind == ftAnd || toks[*k].kind == ftOr) {
+		op := syntax.AndStmt
+		if toks[*k].kind == ftOr {
+			op = syntax.OrStmt
+		}
+		*k++
+		y := fp.pipeline(toks, k, sl)
+		s = fp.bin(op, s, y, sl)
+	}
+	return s
+}
+
+// pipeline builds commands joined by |, left-associative.
+func (fp *fastParser) pipeline(toks []fastTok, k *int, sl *fastSlabs) *syntax.Stmt {
+	s := fp.simple(toks, k, sl)
+	for *k < len(toks) && toks[*k].kind == ftPipe {
+		*k++
+		y := fp.simple(toks, k, sl)
+		s = fp.bin(syntax.Pipe, s, y, sl)
+	}
+	return s
+}
+
+func (fp *fastParser) bin(op syntax.BinCmdOperator, x, y *syntax.Stmt, sl *fastSlabs) *syntax.Stmt {
+	sl.bins = append(sl.bins, syntax.BinaryCmd{Op: op, X: x, Y: y})
+	sl.stmts = append(sl.stmts, syntax.Stmt{Cmd: &sl.bins[len(sl.bins)-1]})
+	return &sl.stmts[len(sl.stmts)-1]
+}
+
+func (fp *fastParser) simple(toks []fastTok, k *int, sl *fastSlabs) *syntax.Stmt {
+	sl.calls = append(sl.calls, syntax.CallExpr{})
+	call := &sl.calls[len(sl.calls)-1]
+	sl.stmts = append(sl.stmts, syntax.Stmt{})
+	st := &sl.stmts[len(sl.stmts)-1]
+	r0 := len(sl.rptrs)
+	w0 := len(sl.wptrs)
+loop:
+	for *k < len(toks) {
+		t := toks[*k]
+		switch t.kind {
+		case ftWord:
+			sl.wptrs = append(sl.wptrs, fp.word(t, sl))
+			*k++
+		case ftRedir:
+			r := syntax.Redirect{Op: t.op}
+			if t.n != "" {
+				sl.lits = append(sl.lits, syntax.Lit{Value: t.n})
+				r.N = &sl.lits[len(sl.lits)-1]
+			}
+			r.Word = fp.word(toks[*k+1], sl)
+			sl.redirs = append(sl.redirs, r)
+			sl.rptrs = append(sl.rptrs, &sl.redirs[len(sl.redirs)-1])
+			*k += 2
+		default:
+			break loop
+		}
+	}
+	if len(sl.wptrs) > w0 {
+		call.Args = sl.wptrs[w0:len(sl.wptrs):len(sl.wptrs)]
+		st.Cmd = call
+	}
+	if len(sl.rptrs) > r0 {
+		st.Redirs = sl.rptrs[r0:len(sl.rptrs):len(sl.rptrs)]
+	}
+	return st
+}
+
+func (fp *fastParser) word(t fastTok, sl *fastSlabs) *syntax.Word {
+	p0 := len(sl.parts)
+	for _, p := range fp.parts[t.p0:t.p1] {
+		switch p.kind {
+		case fpLit:
+			sl.lits = append(sl.lits, syntax.Lit{Value: p.val})
+			sl.parts = append(sl.parts, &sl.lits[len(sl.lits)-1])
+		case fpSgl:
+			sl.sgls = append(sl.sgls, syntax.SglQuoted{Value: p.val})
+			sl.parts = append(sl.parts, &sl.sgls[len(sl.sgls)-1])
+		case fpDbl:
+			d := syntax.DblQuoted{}
+			if p.val != "" {
+				sl.lits = append(sl.lits, syntax.Lit{Value: p.val})
+				sl.dparts = append(sl.dparts, &sl.lits[len(sl.lits)-1])
+				d.Parts = sl.dparts[len(sl.dparts)-1 : len(sl.dparts) : len(sl.dparts)]
+			}
+			sl.dbls = append(sl.dbls, d)
+			sl.parts = append(sl.parts, &sl.dbls[len(sl.dbls)-1])
+		}
+	}
+	sl.words = append(sl.words, syntax.Word{Parts: sl.parts[p0:len(sl.parts):len(sl.parts)]})
+	return &sl.words[len(sl.words)-1]
+}

@@ -1,0 +1,373 @@
+package shell
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Default limits, used for zero fields of Limits.
+const (
+	DefaultMaxBytes    = 64 << 10
+	DefaultMaxDepth    = 4
+	DefaultMaxCommands = 512
+	DefaultMaxWords    = 4096
+)
+
+// Limits bound the analysis; zero (or negative) fields take the defaults.
+type Limits struct {
+	MaxBytes    int // longest source, and longest expanded word (default 64 KiB)
+	MaxDepth    int // nesting of sh -c / eval / su -c / alias / trap strings (default 4)
+	MaxCommands int // commands reported (default 512)
+	MaxWords    int // words after expansion, e.g. brace expansion (default 4096)
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxBytes
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxCommands <= 0 {
+		l.MaxCommands = DefaultMaxCommands
+	}
+	if l.MaxWords <= 0 {
+		l.MaxWords = DefaultMaxWords
+	}
+	return l
+}
+
+// Script is the result of Analyze: every simple command the source would run.
+type Script struct {
+	// Commands lists every simple command, in the order the shell would start
+	// them (a command substitution's commands come before the command whose
+	// words it is part of). Wrappers (sudo, env, xargs, find -exec, sh -c, ...)
+	// are Commands, and so are the commands they run.
+	Commands []Command
+	// Pipelines has one entry for each pipeline of two or more stages: the
+	// indexes into Commands of every command attached to the pipeline's
+	// pipes, in pipe order (for a | sudo b: a, sudo, b).
+	Pipelines [][]int
+	// Redirects lists every redirection in the script, once each, in source
+	// order, including those on statements that are not simple commands
+	// (">file" alone, "{ ...; } >file", "(( x )) >file").
+	Redirects []Redirect
+	// Assignments lists every variable assignment: shell variables, prefix
+	// assignments (FOO=x cmd) and env's NAME=value arguments.
+	Assignments []Assignment
+
+	// stages holds, for each pipeline, the commands of each stage.
+	stages [][]stageRange
+}
+
+// Assignment is one variable assignment seen in the script.
+type Assignment struct {
+	Name  string
+	Value Word
+	// Cmd is the index in Script.Commands of the command the assignment is
+	// exported to (FOO=x cmd, env FOO=x cmd), or -1 for a shell variable.
+	Cmd int
+}
+
+// Command is one simple command.
+type Command struct {
+	// Name is the program name: directory stripped, quoting and escapes
+	// resolved, ASCII letters folded to lower case, a trailing ".exe"
+	// removed. "" when Dynamic.
+	Name string
+	// Program is the resolved program word before stripping the directory.
+	Program string
+	// Dynamic reports that the program word is not statically known (unknown
+	// variable, substitution, glob characters).
+	Dynamic bool
+	// Args are the arguments after the program, as the shell would pass them.
+	Args []Word
+	// Flags is the normalized flag set, sorted and deduplicated (see doc.go).
+	Flags []string
+	// Positionals are the Args that are neither flags nor the value of a
+	// --name=value flag nor the "--" terminator. For wrappers (sudo, env,
+	// nice, xargs, ...) the wrapped command's words are all positionals.
+	Positionals []Word
+	// Redirects are the redirections that apply to this command, including
+	// those of enclosing compound statements and of its wrappers.
+	Redirects []Redirect
+	// Wrappers are the commands this one was run through, outermost first:
+	// ["sudo","env"] for `sudo env rm x`, ["bash"] for `bash -c "rm x"`.
+	Wrappers []string
+	// Via says how the command was reached when not directly: "bash -c",
+	// "eval", "su -c", "xargs", "find -exec", "find -delete", "alias",
+	// "watch", "ssh", "trap", "bash <<<", ... ("" otherwise).
+	Via string
+	// Code reports code execution the analysis cannot see into.
+	Code CodeKind
+	// Depth is the nesting depth of -c / eval / ... strings (0 at top level).
+	Depth int
+	// Parent is the index in Script.Commands of the command that ran this one
+	// (the wrapper, the shell given -c, xargs, find), or -1.
+	Parent int
+
+	scope int32 // pipe scope (see stageRange)
+}
+
+// Word is one expanded word.
+type Word struct {
+	// Value is the resolved text. A leading "~", "$HOME" or "${HOME}" becomes
+	// "~"; dynamic parts are rendered as "*".
+	Value string
+	// Dynamic reports that some part is not statically known (unknown
+	// variable, $(...), $((...)), `...`, <(...)).
+	Dynamic bool
+	// Glob reports unquoted glob characters (* ? [ ]) or dynamic parts.
+	Glob bool
+	// Pattern is a path.Match pattern the word's possible values match:
+	// literal parts escaped with \, unquoted glob characters kept, dynamic
+	// parts as "*". It is always valid; when Glob is false it matches Value
+	// only.
+	Pattern string
+
+	procSubst bool // the word is a <(...) or >(...) file name
+	zshQual   bool // an extended glob that would be a zsh glob qualifier running code
+}
+
+// Redirect is one redirection.
+type Redirect struct {
+	// Op is the operator: ">", ">>", "<", "&>", "&>>", ">|", "<>", "<&",
+	// ">&", "<<", "<<-", "<<<"; or a find primary ("-fprint", ...) and
+	// "-o" for time/script output files.
+	Op string
+	// FD is the file descriptor redirected (1 for ">", 0 for "<"), or -1 for
+	// {var}> forms.
+	FD int
+	// Target is the file; for "<<", "<<-" and "<<<" it is the document text,
+	// for descriptor duplications ("2>&1") it is "&1" (or "&-").
+	Target Word
+	// Write reports that Target is opened for writing.
+	Write bool
+}
+
+// CodeKind classifies code execution the analysis cannot see into.
+type CodeKind int
+
+const (
+	// CodeNone: no hidden code.
+	CodeNone CodeKind = iota
+	// CodeInline: an interpreter given a program text on the command line
+	// (python -c, node -e, perl -e, awk programs calling system(), sed's e
+	// command, ...).
+	CodeInline
+	// CodePiped: an interpreter or shell reading its program from stdin or
+	// from a process substitution (curl x | sh, python -, sh < file).
+	CodePiped
+	// CodeDynamic: sh -c / eval / su -c / ... whose string is not statically
+	// known, or an interpreter whose options are not.
+	CodeDynamic
+)
+
+// String returns a short description for messages.
+func (k CodeKind) String() string {
+	switch k {
+	case CodeNone:
+		return "none"
+	case CodeInline:
+		return "inline code"
+	case CodePiped:
+		return "code read from stdin"
+	case CodeDynamic:
+		return "dynamic code"
+	}
+	return fmt.Sprintf("CodeKind(%d)", int(k))
+}
+
+// ErrLimit is wrapped by every error that reports an exceeded limit.
+var ErrLimit = errors.New("limit exceeded")
+
+// parserPool holds reusable parsers: a syntax.Parser may be reused but not
+// shared concurrently.
+var parserPool = sync.Pool{New: func() any {
+	return &parserState{p: newFullParser()}
+}}
+
+func newFullParser() *syntax.Parser { return syntax.NewParser(syntax.Variant(syntax.LangBash)) }
+
+type parserState struct {
+	p        *syntax.Parser
+	rd       strings.Reader
+	fast     fastParser
+	noFast   bool        // tests: always use the full parser
+	scratch  []Word      // reused word-expansion stack
+	builders []*wbuilder // reused word builders
+	an       analyzer    // reused analyzer state
+	env      env         // reused top-level variables
+}
+
+func (ps *parserState) parse(src string) (*syntax.File, error) {
+	if !ps.noFast {
+		if f, ok := ps.fast.parse(src); ok {
+			return f, nil
+		}
+	}
+	return ps.fullParse(src)
+}
+
+// fullParse parses src with mvdan.cc/sh.
+func (ps *parserState) fullParse(src string) (*syntax.File, error) {
+	ps.rd.Reset(src)
+	f, err := ps.p.Parse(&ps.rd, "")
+	ps.rd.Reset("")
+	return f, err
+}
+
+// Analyze parses src (bash syntax) and returns every simple command it would
+// run. A string that does not parse or exceeds a limit returns an error, never
+// a panic.
+func Analyze(src string, lim Limits) (s *Script, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("shell: internal error analysing command: %v", r)
+		}
+	}()
+	return analyze(src, lim)
+}
+
+// analyze is Analyze without the recover, so that fuzzing sees panics.
+func analyze(src string, lim Limits) (*Script, error) {
+	ps := parserPool.Get().(*parserState)
+	defer parserPool.Put(ps)
+	return analyzeWith(ps, src, lim)
+}
+
+func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
+	lim = lim.withDefaults()
+	if len(src) > lim.MaxBytes {
+		return nil, fmt.Errorf("shell: command is %d bytes, more than %d: %w", len(src), lim.MaxBytes, ErrLimit)
+	}
+	if err := checkNesting(src); err != nil {
+		return nil, err
+	}
+	f, err := ps.parse(src)
+	if err != nil {
+		return nil, fmt.Errorf("shell: parse: %w", err)
+	}
+	a := &ps.an
+	*a = analyzer{lim: lim, ps: ps, out: &Script{}, scratch: ps.scratch[:0]}
+	defer func() {
+		ps.scratch = a.scratch[:0]
+		*a = analyzer{}
+	}()
+	a.parsed = len(src)
+	a.out.Commands = make([]Command, 0, estimateCommands(src, lim.MaxCommands))
+	clear(ps.env.vars)
+	ps.env = env{vars: ps.env.vars}
+	c := ctx{env: &ps.env, parent: -1}
+	a.stmts(c, f.Stmts)
+	if a.err != nil {
+		return nil, a.err
+	}
+	a.out.Pipelines = pipelines(a.out)
+	return a.out, nil
+}
+
+// MaxNesting bounds how deeply brackets may nest in a source string, and
+// MaxOpeners how many opening brackets it may have. The parser's cost grows
+// faster than linearly with nesting (most on input that does not parse),
+// and no real command comes near either bound. The depth count can be
+// fooled (a case pattern's ")" looks like a closing bracket), so the total
+// caps the real depth too.
+const (
+	MaxNesting = 256
+	MaxOpeners = 2048
+)
+
+// checkNesting enforces MaxNesting and MaxOpeners, outside single quotes
+// and comments; inside double quotes a ")" never closes (the conservative
+// side).
+func checkNesting(src string) error {
+	depth, maxDepth, total := 0, 0, 0
+	dq := false
+	wordStart := true
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		ws := wordStart
+		wordStart = false
+		switch c {
+		case '\\':
+			i++
+		case '\'':
+			if !dq {
+				if j := strings.IndexByte(src[i+1:], '\''); j >= 0 {
+					i += j + 1
+				} else {
+					i = len(src)
+				}
+			}
+		case '"':
+			dq = !dq
+		case '#':
+			if ws && !dq {
+				for i < len(src) && src[i] != '\n' {
+					i++
+				}
+				wordStart = true
+			}
+		case '(', '{', '[', '`':
+			depth++
+			total++
+			maxDepth = max(maxDepth, depth)
+			wordStart = c != '`'
+		case ')', '}', ']':
+			if depth > 0 && !dq {
+				depth--
+			}
+		case ' ', '\t', '\n', ';', '|', '&', '<', '>':
+			wordStart = true
+		}
+	}
+	if maxDepth > MaxNesting || total > MaxOpeners {
+		return fmt.Errorf("shell: brackets nest deeper than %d or number more than %d: %w", MaxNesting, MaxOpeners, ErrLimit)
+	}
+	return nil
+}
+
+// estimateCommands guesses how many commands src has, to size
+// Script.Commands once.
+func estimateCommands(src string, limit int) int {
+	n := 2
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '|', ';', '&', '\n', '(', '`':
+			n++
+		}
+	}
+	return min(n+2, limit)
+}
+
+// pipelines lists, for each pipeline, the commands of its stages in order.
+func pipelines(s *Script) [][]int {
+	if len(s.stages) == 0 {
+		return nil
+	}
+	n := 0
+	for _, p := range s.stages {
+		for _, r := range p {
+			n += int(r.hi - r.lo)
+		}
+	}
+	flat := make([]int, 0, n)
+	out := make([][]int, len(s.stages))
+	for i, p := range s.stages {
+		start := len(flat)
+		for _, r := range p {
+			for j := r.lo; j < r.hi; j++ {
+				if s.Commands[j].scope == r.scope {
+					flat = append(flat, int(j))
+				}
+			}
+		}
+		out[i] = flat[start:len(flat):len(flat)]
+	}
+	return out
+}
