@@ -339,3 +339,30 @@ func TestDecisionJSON(t *testing.T) {
 		t.Errorf("request = %+v", req)
 	}
 }
+
+// TestAllowedPaths checks data.file.* allowed_paths: an allow list must certainly cover a path, so
+// a path that climbs out of the working directory or differs in case is outside it.
+func TestAllowedPaths(t *testing.T) {
+	p := passport("w", nil, CapFileWrite)
+	p.Spec.Limits = map[string]any{CapFileWrite: map[string]any{"allowed_paths": []any{"/workspace/**"}}}
+	snap, err := Compile(Bundle{Namespace: "agents", Passports: []Passport{p}}, WithClock(fixedClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		code string
+	}{
+		{"/workspace/src/main.go", CodeAllowed},
+		{"/workspace/../etc/hosts", CodeBlockedPattern}, // the baseline is checked first
+		{"../../workspace/x", CodeBlockedPattern},       // climbs: could be anywhere
+		{"/WORKSPACE/x", CodeLimitExceeded},
+		{"/tmp/x", CodeLimitExceeded},
+		{"/workspace/.git/hooks/pre-commit", CodeBlockedPattern},
+	} {
+		d := snap.Decide(context.Background(), Request{Passport: "w", ToolName: "Write", ToolInput: map[string]any{"file_path": tc.path}})
+		if d.Reasons[0].Code != tc.code {
+			t.Errorf("%s: got %v, want %s", tc.path, d.Reasons, tc.code)
+		}
+	}
+}

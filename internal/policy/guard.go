@@ -165,8 +165,9 @@ func (f *fileLimits) checkFileTool(raw []string, baseline *paths.Set, verb strin
 			return v
 		}
 		if f.allowed != nil {
+			// An allow list must certainly cover the path (Match answers "could be", for block lists).
 			c, _ := paths.Canonical(r)
-			if _, ok := f.allowed.Match(c); !ok {
+			if _, ok := f.allowed.Covers(c); !ok {
 				return denyWith(CodeLimitExceeded, "the path is outside the passport's allowed_paths for %s", verb)
 			}
 		}

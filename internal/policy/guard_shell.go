@@ -11,7 +11,7 @@ import (
 // harmlessBuiltins run nothing and open no file by themselves (their redirections and
 // substitutions are still checked), so allowed_commands need not list them.
 var harmlessBuiltins = map[string]bool{
-	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "[[": true,
+	"cd": true, "pwd": true, "true": true, "false": true, "test": true, "[": true, "[[": true,
 	"echo": true, "printf": true, "exit": true, "return": true, "break": true, "continue": true,
 	"shift": true, "read": true, "wait": true, "set": true, "unset": true, "export": true,
 	"declare": true, "local": true, "readonly": true, "typeset": true, "pushd": true, "popd": true,

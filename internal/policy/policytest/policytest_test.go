@@ -19,7 +19,7 @@ func TestGeneratedBundlesCompileAndDecide(t *testing.T) {
 		{"name rules deny", policytest.OnePolicyBundle(policytest.NameRules(10)), policytest.ToolRequest("agent", "tool-6"), policy.DecisionDeny},
 		{"cel rules", policytest.OnePolicyBundle(policytest.CELRules(20)), policytest.ToolRequest("agent", "bash"), policy.DecisionAllow},
 		{"sample force push", policytest.Sample(), policy.Request{Passport: "coder", ToolName: "bash", ToolInput: map[string]any{"command": "git push --force"}}, policy.DecisionDeny},
-		{"sample fetch", policytest.Sample(), policy.Request{Passport: "coder", ToolName: "web_fetch", ToolInput: map[string]any{"url": "https://x"}}, policy.DecisionModify},
+		{"sample fetch", policytest.Sample(), policy.Request{Passport: "coder", ToolName: "web_fetch", ToolInput: map[string]any{"url": "https://example.com/x"}}, policy.DecisionModify},
 		{"large", policytest.LargeBundle(200, 20), policytest.ToolRequest("agent-17", "tool-3"), policy.DecisionDeny},
 	}
 	for _, tc := range cases {
