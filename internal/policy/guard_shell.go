@@ -11,7 +11,7 @@ import (
 // harmlessBuiltins run nothing and open no file by themselves (their redirections and
 // substitutions are still checked), so allowed_commands need not list them.
 var harmlessBuiltins = map[string]bool{
-	"cd": true, "pwd": true, "true": true, "false": true, "test": true, "[": true, "[[": true,
+	"cd": true, "pwd": true, "true": true, "false": true, ":": true, "test": true, "[": true, "[[": true,
 	"echo": true, "printf": true, "exit": true, "return": true, "break": true, "continue": true,
 	"shift": true, "read": true, "wait": true, "set": true, "unset": true, "export": true,
 	"declare": true, "local": true, "readonly": true, "typeset": true, "pushd": true, "popd": true,
@@ -68,6 +68,12 @@ func (l *passportLimits) checkCommand(src, cwd string) verdict {
 			return v
 		}
 	}
+	// A function may shadow a builtin (the fork bomb is a function named ":"), so a script that
+	// defines functions gets no free builtins.
+	builtins := harmlessBuiltins
+	if definesFunction(src) {
+		builtins = nil
+	}
 	for i := range script.Commands {
 		cmd := &script.Commands[i]
 		switch {
@@ -75,7 +81,7 @@ func (l *passportLimits) checkCommand(src, cwd string) verdict {
 			if !c.allowDynamic {
 				return denyWith(CodeCommandNotAllowed, "a program name cannot be resolved statically (set %s to allow it)", LimitAllowDynamicCommands)
 			}
-		case c.restrict && !harmlessBuiltins[cmd.Name] && !isTestBracket(cmd):
+		case c.restrict && !builtins[cmd.Name] && !isTestBracket(cmd):
 			if _, ok := c.allowed[cmd.Name]; !ok {
 				return denyWith(CodeCommandNotAllowed, "program %q is not in the passport's allowed_commands", clipName(cmd.Name))
 			}
@@ -105,6 +111,25 @@ func globMode(script *shell.Script) paths.GlobMode {
 		}
 	}
 	return paths.GlobShellNoDot
+}
+
+// definesFunction reports whether a script may define a shell function ("name()" or "function").
+func definesFunction(src string) bool {
+	if strings.Contains(src, "function") {
+		return true
+	}
+	for i := strings.IndexByte(src, '('); i >= 0; {
+		rest := strings.TrimLeft(src[i+1:], " \t")
+		if strings.HasPrefix(rest, ")") {
+			return true
+		}
+		j := strings.IndexByte(src[i+1:], '(')
+		if j < 0 {
+			break
+		}
+		i += j + 1
+	}
+	return false
 }
 
 // isTestBracket reports the test command "[" (a lone bracket is no glob).
