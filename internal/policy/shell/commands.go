@@ -45,6 +45,68 @@ var shellNames = map[string]bool{
 // isShell reports whether name runs a POSIX-like shell.
 func isShell(name string) bool { return shellNames[family(name)] }
 
+// progKind says which tables know a program name, so that dispatch looks
+// a name up once.
+type progKind uint16
+
+const (
+	kindShell progKind = 1 << iota
+	kindWrapper
+	kindSpecial // handled by a case in dispatch or programCode
+	kindFlagAliases
+	kindInterp // an interpreter in interps
+)
+
+// progKinds is filled at init from the tables.
+var progKinds = func() map[string]progKind {
+	m := map[string]progKind{}
+	for n := range shellNames {
+		m[n] |= kindShell
+	}
+	for n := range wrappers {
+		m[n] |= kindWrapper
+	}
+	for n := range interps {
+		m[n] |= kindSpecial | kindInterp
+	}
+	for n := range flagAliases {
+		m[n] |= kindFlagAliases
+	}
+	for _, n := range specialNames {
+		m[n] |= kindSpecial
+	}
+	return m
+}()
+
+// specialNames are handled by name in dispatch or programCode.
+var specialNames = []string{
+	"eval", "source", ".", "alias", "trap", "read", "mapfile", "readarray", "getopts", "unset", "wait",
+	"printf", "export", "readonly", "declare", "typeset", "local", "set", "shift", "at", "batch", "find",
+	"gfind", "bfs", "crontab", "awk", "gawk", "mawk", "nawk", "original-awk", "goawk", "sed", "gsed", "pwsh",
+	"powershell", "pwsh-preview", "deno", "tar", "gtar", "bsdtar", "rsync", "zip", "man", "git", "vim", "vi",
+	"nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic", "gdb", "make", "gmake",
+	"scp", "sftp", "psql", "mysql", "mariadb", "sqlite3", "sqlite", "nc", "ncat", "netcat", "nc.traditional",
+	"nc.openbsd", "socat", "tmux", "screen",
+}
+
+// progKindOf looks a program name up; shells and interpreters are also
+// known by their family (python3.12 → python, ksh93 → ksh).
+func progKindOf(name string) progKind {
+	if k, ok := progKinds[name]; ok {
+		return k
+	}
+	if n := len(name); n > 0 && (name[n-1] >= '0' && name[n-1] <= '9' || name[n-1] == '.') {
+		k := progKinds[family(name)]
+		if k&kindShell != 0 {
+			return kindShell
+		}
+		if k&kindInterp != 0 {
+			return kindSpecial | kindInterp
+		}
+	}
+	return 0
+}
+
 // command creates a Command from expanded words, reports it, and analyses
 // what it runs. hook runs right after the command is added.
 func (a *analyzer) command(c ctx, words []Word, hook func(int)) int {
@@ -243,13 +305,16 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, args []Word) {
 	if a.err != nil {
 		return
 	}
-	if isShell(name) {
+	kind := progKindOf(name)
+	if kind&kindShell != 0 {
 		a.shellCmd(c, idx, name, args)
 		return
 	}
-	if spec, ok := wrappers[name]; ok {
-		a.wrapperCmd(c, idx, name, spec, args)
-		return
+	if kind&kindWrapper != 0 {
+		if spec := wrappers[name]; spec != nil {
+			a.wrapperCmd(c, idx, name, spec, args)
+			return
+		}
 	}
 	if f, ok := a.funcs[name]; ok {
 		// A call of a function defined in the script: it may assign any
@@ -319,7 +384,9 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, args []Word) {
 			a.stdinCode(c, idx, name, true)
 		}
 	default:
-		a.programCode(c, idx, name, args)
+		if kind&kindSpecial != 0 {
+			a.programCode(c, idx, name, args)
+		}
 	}
 }
 

@@ -1,7 +1,11 @@
 // Package shell turns a shell command string into every simple command it
 // would run, so that a policy can decide on meaning rather than on spelling.
 //
-// Analyze parses the string as bash (mvdan.cc/sh/v3/syntax) and walks it:
+// Analyze parses the string as bash and walks it. Most agent commands (plain
+// and quoted words, | && || ;, simple redirections) are parsed by a small
+// fast parser that builds the same syntax tree as mvdan.cc/sh/v3/syntax;
+// anything else goes to mvdan.cc/sh (FuzzFastParse checks that both give the
+// same analysis). The walk covers
 // lists, pipelines, subshells, groups, if/while/until/for/case/select bodies,
 // function bodies, command and process substitutions (also inside here-docs,
 // redirection targets and parameter defaults), arithmetic and [[ ]]. Words
@@ -15,8 +19,10 @@
 // Limits.MaxDepth: sh/bash/zsh/... -c, eval, su -c, sudo -s/-i, alias
 // values, trap actions, watch, ssh's remote command and -o ProxyCommand,
 // flock -c, script -c, env -S, parallel, xargs and find -exec commands,
-// static here-documents fed to a shell, git -c core.sshCommand and similar,
-// tar --to-command, rsync -e, and variables such as GIT_SSH_COMMAND. Wrappers
+// static here-documents fed to a shell, git -c core.sshCommand and git
+// config alias.x '!cmd' and similar, tar --to-command, rsync -e, ncat -c,
+// nc -e, socat EXEC:/SYSTEM:, tmux new/run-shell/if-shell, screen, and
+// variables such as GIT_SSH_COMMAND. Wrappers
 // (sudo, doas, env, command, builtin, exec, nohup, timeout, nice, ionice,
 // time, stdbuf, setsid, unbuffer, chroot, flock, xargs, find, busybox, ...)
 // are reported as commands and so are the commands they run, with Wrappers
@@ -71,11 +77,33 @@
 // that run code (*(e:...:)) are reported as CodeInline, and fish/csh -c
 // strings are parsed as bash (a string that does not parse is an error).
 //
+// Order and links: Commands are in the order the shell would start them (a
+// substitution's commands come before the command whose word holds it).
+// Parent links a command to the one that ran it (sudo → rm, bash -c → its
+// commands); Wrappers lists that chain by name; Via says how a string was
+// reached. Name folds ASCII to lower case (macOS runs /BIN/RM) and drops
+// ".exe"; it is "" for a Dynamic program and for a program word ending in
+// "/". A redirection to /dev/tcp/... or /dev/udp/... is reported like any
+// other (a network connection for the policy to judge).
+//
+// Patterns (CompilePattern, Match): a pattern is analysed like a command, so
+// its flags are normalized the same way; it matches a command with the same
+// Name (case folded), all of its flags, its positional words as a
+// subsequence of the command's static Positionals, and its wrappers ("sudo
+// rm -rf" needs rm run through sudo). Dynamic words never match a pattern
+// word, and a Dynamic argument is not taken to be a flag: "xargs rm" is not
+// matched by "rm -rf" (the policy sees the Dynamic argument and decides).
+// In a pipeline pattern, a shell on the right matches any shell and python,
+// perl, ruby, node, php, lua match their versioned names.
+//
 // Bounds: the source length (MaxBytes), the nesting of analysed strings
 // (MaxDepth), the commands reported (MaxCommands), the expanded words
 // (MaxWords, brace expansion included), the length of any expanded word
 // (MaxBytes), the total bytes of expanded words (16×MaxBytes) and of nested
-// strings (8×MaxBytes), and the statements visited (64×MaxCommands). An
-// exceeded bound is an error wrapping ErrLimit; a parse error is an error
-// with the parser's position; Analyze never panics.
+// strings (8×MaxBytes), the statements visited (64×MaxCommands), and, for
+// the parser, bracket nesting (MaxNesting) and opening brackets
+// (MaxOpeners), since mvdan.cc/sh's cost grows faster than linearly with
+// nesting. An exceeded bound is an error wrapping ErrLimit; a parse error is
+// an error with the parser's position; Analyze never panics (it also
+// recovers, as a last resort, and returns an error).
 package shell

@@ -51,6 +51,8 @@ type fastPart struct {
 type fastParser struct {
 	toks  []fastTok
 	parts []fastPart
+	slabs fastSlabs   // reused for top-level parses
+	file  syntax.File // reused for top-level parses
 }
 
 // plainByte reports bytes that may appear unquoted in a fast-path word.
@@ -262,8 +264,11 @@ func (fp *fastParser) count(t fastTok, n *fastCounts) {
 	}
 }
 
-// parse parses src with the fast parser, or returns ok=false.
-func (fp *fastParser) parse(src string) (*syntax.File, bool) {
+// parse parses src with the fast parser, or returns ok=false. With reuse,
+// the tree lives in fp and is valid until the next reusing parse: only the
+// top-level parse of an analysis may reuse (nested strings are parsed while
+// the outer tree is still in use).
+func (fp *fastParser) parse(src string, reuse bool) (*syntax.File, bool) {
 	if len(src) > 4<<10 || !utf8.ValidString(src) || !fp.lex(src) {
 		return nil, false
 	}
@@ -325,25 +330,31 @@ func (fp *fastParser) parse(src string) (*syntax.File, bool) {
 		nTop++
 		nCalls++
 	}
-	var sl fastSlabs
-	sl.lits = make([]syntax.Lit, 0, n.lit)
-	sl.sgls = make([]syntax.SglQuoted, 0, n.sgl)
-	sl.dbls = make([]syntax.DblQuoted, 0, n.dbl)
-	sl.parts = make([]syntax.WordPart, 0, n.part)
-	sl.dparts = make([]syntax.WordPart, 0, n.dpart)
-	sl.words = make([]syntax.Word, 0, n.word)
-	sl.wptrs = make([]*syntax.Word, 0, n.word)
-	sl.calls = make([]syntax.CallExpr, 0, nCalls)
-	sl.stmts = make([]syntax.Stmt, 0, nCalls+nBins)
-	sl.bins = make([]syntax.BinaryCmd, 0, nBins)
-	sl.redirs = make([]syntax.Redirect, 0, nRedirs)
-	sl.rptrs = make([]*syntax.Redirect, 0, nRedirs)
-	sl.sptrs = make([]*syntax.Stmt, 0, nTop)
+	var sl *fastSlabs
+	var f *syntax.File
+	if reuse {
+		sl, f = &fp.slabs, &fp.file
+		*f = syntax.File{}
+	} else {
+		sl, f = &fastSlabs{}, &syntax.File{}
+	}
+	sl.lits = grow(sl.lits, n.lit)
+	sl.sgls = grow(sl.sgls, n.sgl)
+	sl.dbls = grow(sl.dbls, n.dbl)
+	sl.parts = grow(sl.parts, n.part)
+	sl.dparts = grow(sl.dparts, n.dpart)
+	sl.words = grow(sl.words, n.word)
+	sl.wptrs = grow(sl.wptrs, n.word)
+	sl.calls = grow(sl.calls, nCalls)
+	sl.stmts = grow(sl.stmts, nCalls+nBins)
+	sl.bins = grow(sl.bins, nBins)
+	sl.redirs = grow(sl.redirs, nRedirs)
+	sl.rptrs = grow(sl.rptrs, nRedirs)
+	sl.sptrs = grow(sl.sptrs, nTop)
 
-	f := &syntax.File{}
 	k := 0
 	for k < len(toks) {
-		s := fp.andOr(toks, &k, &sl)
+		s := fp.andOr(toks, &k, sl)
 		sl.sptrs = append(sl.sptrs, s)
 		if k < len(toks) && toks[k].kind == ftSemi {
 			k++
@@ -446,4 +457,15 @@ func (fp *fastParser) word(t fastTok, sl *fastSlabs) *syntax.Word {
 	}
 	sl.words = append(sl.words, syntax.Word{Parts: sl.parts[p0:len(sl.parts):len(sl.parts)]})
 	return &sl.words[len(sl.words)-1]
+}
+
+// grow returns s emptied, with room for n elements: its old elements are
+// cleared so that a reused slab keeps nothing alive. Elements are only
+// appended within capacity, so pointers into the slab stay valid.
+func grow[T any](s []T, n int) []T {
+	if cap(s) >= n && cap(s) <= 4*n+64 {
+		clear(s) // what the last parse used; the rest is still zero
+		return s[:0]
+	}
+	return make([]T, 0, n)
 }

@@ -55,20 +55,10 @@ func char(c byte) string {
 // (rm --recursive → r). Words after "--" are positionals; dynamic words are
 // positionals.
 func normalizeFlags(a *analyzer, name string, args []Word) ([]string, []Word) {
-	hasFlag := false
-	for _, w := range args {
-		if !w.Dynamic && len(w.Value) > 1 && w.Value[0] == '-' {
-			hasFlag = true
-			break
-		}
+	var aliases map[string]string
+	if progKindOf(name)&kindFlagAliases != 0 {
+		aliases = flagAliases[name]
 	}
-	if !hasFlag {
-		if name == "git" {
-			return gitPushPlus(nil, args), args
-		}
-		return nil, args
-	}
-	aliases := flagAliases[name]
 	// First pass: count flag letters, and see whether the positionals are
 	// one run of args (then Positionals shares Args' memory).
 	nf, first, last, count, dd := 1, -1, -1, 0, false
@@ -90,18 +80,31 @@ func normalizeFlags(a *analyzer, name string, args []Word) ([]string, []Word) {
 		count++
 	}
 	contiguous := count == 0 || count == last-first+1
+	if nf == 1 && !dd {
+		// No flags.
+		if name == "git" {
+			return gitPushPlus(nil, args), args
+		}
+		return nil, args
+	}
 	flags := a.stringsN(nf)
 	var pos []Word
 	if !contiguous {
 		pos = a.wordsN(len(args))
 	}
+	var imp map[string][]string
+	if name == "cp" {
+		imp = implied[name]
+	}
 	add := func(f string) {
-		if a, ok := aliases[f]; ok {
-			f = a
+		if aliases != nil {
+			if a, ok := aliases[f]; ok {
+				f = a
+			}
 		}
 		flags = append(flags, f)
-		for _, imp := range implied[name][f] {
-			flags = append(flags, imp)
+		if imp != nil {
+			flags = append(flags, imp[f]...)
 		}
 	}
 	chmodLike := name == "chmod" || name == "chown" || name == "chgrp"

@@ -156,7 +156,7 @@ func FuzzFastParse(f *testing.F) {
 func compareParsers(t *testing.T, src string) {
 	t.Helper()
 	ps := &parserState{p: newFullParser()}
-	if _, ok := ps.fast.parse(src); !ok {
+	if _, ok := ps.fast.parse(src, false); !ok {
 		return
 	}
 	fastS, fastErr := analyzeWith(ps, src, Limits{})
@@ -183,7 +183,7 @@ func TestFastParseAgreement(t *testing.T) {
 	for _, s := range fuzzSeeds() {
 		for _, v := range []string{s, s + " x", "x " + s, s + "; " + s, strings.ReplaceAll(s, " ", "  ")} {
 			compareParsers(t, v)
-			if _, ok := (&fastParser{}).parse(v); ok {
+			if _, ok := (&fastParser{}).parse(v, false); ok {
 				accepted++
 			}
 		}

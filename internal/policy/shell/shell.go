@@ -204,11 +204,14 @@ type parserState struct {
 	env      env         // reused top-level variables
 }
 
-func (ps *parserState) parse(src string) (*syntax.File, error) {
+func (ps *parserState) parse(src string, top bool) (*syntax.File, error) {
 	if !ps.noFast {
-		if f, ok := ps.fast.parse(src); ok {
-			return f, nil
+		if f, ok := ps.fast.parse(src, top); ok {
+			return f, nil // the fast subset has no nesting
 		}
+	}
+	if err := checkNesting(src); err != nil {
+		return nil, err
 	}
 	return ps.fullParse(src)
 }
@@ -245,11 +248,11 @@ func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
 	if len(src) > lim.MaxBytes {
 		return nil, fmt.Errorf("shell: command is %d bytes, more than %d: %w", len(src), lim.MaxBytes, ErrLimit)
 	}
-	if err := checkNesting(src); err != nil {
-		return nil, err
-	}
-	f, err := ps.parse(src)
+	f, err := ps.parse(src, true)
 	if err != nil {
+		if errors.Is(err, ErrLimit) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("shell: parse: %w", err)
 	}
 	a := &ps.an

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -746,13 +747,13 @@ func (a *analyzer) nested(c ctx, src, via string, e *env) {
 		a.limitErr("more than %d bytes of nested strings", 8*a.lim.MaxBytes)
 		return
 	}
-	if err := checkNesting(src); err != nil {
-		a.fail(err)
-		return
-	}
-	f, err := a.ps.parse(src)
+	f, err := a.ps.parse(src, false)
 	if err != nil {
-		a.fail(fmt.Errorf("shell: parse %s string: %w", via, err))
+		if errors.Is(err, ErrLimit) {
+			a.fail(err)
+		} else {
+			a.fail(fmt.Errorf("shell: parse %s string: %w", via, err))
+		}
 		return
 	}
 	nc := c

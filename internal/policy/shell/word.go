@@ -820,13 +820,34 @@ func (a *analyzer) paramValue(c ctx, x *syntax.ParamExp, quoted bool) (string, b
 		return "", false, nil
 	}
 	if x.Exp != nil {
+		// A known value decides ${x:-d}, ${x:?msg}, ${x:+alt}; unset and
+		// empty are not told apart, so only non-empty values resolve the
+		// forms without a colon.
+		v, ok := a.lookupParam(c, name)
+		if !ok {
+			return "", false, nil
+		}
 		switch x.Exp.Op {
 		case syntax.DefaultUnsetOrNull:
-			v, ok := a.lookupParam(c, name)
-			if ok && v != "" {
+			if v != "" {
 				return v, true, nil
 			}
-			if ok && !def.Dynamic {
+			if !def.Dynamic {
+				return def.Value, true, nil
+			}
+		case syntax.DefaultUnset, syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+			if v != "" {
+				return v, true, nil
+			}
+		case syntax.AlternateUnsetOrNull:
+			if v == "" {
+				return "", true, nil
+			}
+			if !def.Dynamic {
+				return def.Value, true, nil
+			}
+		case syntax.AlternateUnset:
+			if v != "" && !def.Dynamic {
 				return def.Value, true, nil
 			}
 		}
