@@ -79,7 +79,7 @@ func celShellCommands(v ref.Val) ref.Val {
 		c := &script.Commands[i]
 		redirects := make([]any, 0, len(c.Redirects))
 		for _, r := range c.Redirects {
-			redirects = append(redirects, map[string]any{"op": r.Op, "target": r.Target.Value, "write": r.Write})
+			redirects = append(redirects, map[string]any{"op": r.Op, "target": r.Target.Value, verbWrite: r.Write})
 		}
 		code := ""
 		if c.Code != shell.CodeNone {

@@ -21,6 +21,12 @@ const (
 // shellLimits bound the analysis of one command string.
 var shellLimits = shell.Limits{}
 
+// Verbs in reasons, and the key of a redirection's write flag in shell.commands().
+const (
+	verbRead  = "read"
+	verbWrite = "write"
+)
+
 // verdict is a guard's deny (code "" lets the call through).
 type verdict struct {
 	code string
@@ -65,14 +71,14 @@ func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict 
 	}
 	switch capID {
 	case CapFileRead:
-		if v := p.limits.read.checkFileTool(pathArgs, p.limits.read.baselineSet(false), "read"); v.code != "" {
+		if v := p.limits.read.checkFileTool(pathArgs, p.limits.read.baselineSet(false), verbRead); v.code != "" {
 			return v
 		}
 	case CapFileWrite:
 		if len(pathArgs) == 0 {
 			return denyWith(CodeInvalidContext, "a file write must name its path in one of the fields %s", strings.Join(PathFields, ", "))
 		}
-		if v := p.limits.write.checkFileTool(pathArgs, p.limits.write.baselineSet(true), "write"); v.code != "" {
+		if v := p.limits.write.checkFileTool(pathArgs, p.limits.write.baselineSet(true), verbWrite); v.code != "" {
 			return v
 		}
 		if v := p.limits.write.checkSize(input); v.code != "" {
@@ -81,9 +87,9 @@ func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict 
 	default:
 		// Any other tool naming a path (an MCP filesystem server, a custom tool) still may not read
 		// (or, when its name says it writes, write) what a file tool may not.
-		f, write, verb := &p.limits.read, writesByName(tool), "read"
+		f, write, verb := &p.limits.read, writesByName(tool), verbRead
 		if write {
-			f, verb = &p.limits.write, "write"
+			f, verb = &p.limits.write, verbWrite
 		}
 		for _, raw := range pathArgs {
 			if v := f.checkBlocked(raw, f.baselineSet(write), verb); v.code != "" {
@@ -136,7 +142,7 @@ func (l *passportLimits) workdir(input map[string]any) (string, verdict) {
 		if err != nil {
 			return "", denyWith(CodeInvalidContext, "field %s cannot be analysed: %v", f, err)
 		}
-		if v := l.read.checkBlocked(c, l.read.baselineSet(false), "read"); v.code != "" {
+		if v := l.read.checkBlocked(c, l.read.baselineSet(false), verbRead); v.code != "" {
 			return "", v
 		}
 		if strings.HasPrefix(c, "..") {
@@ -273,6 +279,11 @@ func (w *webLimits) checkURL(raw string, strict bool) verdict {
 	return verdict{}
 }
 
+// nameChar reports the bytes a quoted program or scheme name may hold.
+func nameChar(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("._+-:[", c) >= 0
+}
+
 // clipName makes a program or scheme name safe to quote in a reason: at most 64 characters of
 // [A-Za-z0-9._+-], else "(unprintable)".
 func clipName(s string) string {
@@ -280,8 +291,7 @@ func clipName(s string) string {
 		s = s[:64]
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '+' || c == '-' || c == ':' || c == '[') {
+		if !nameChar(s[i]) {
 			return "(unprintable)"
 		}
 	}

@@ -29,14 +29,23 @@ var noFileArgs = map[string]bool{
 	"cd": true, "pushd": true, "popd": true, // where they go is followed (nextDir), not read
 }
 
-// writeCommands open (some of) their path arguments for writing or remove them; the value is which:
-// "all", "last" (the destination), or "flag" (only the files of -i, e.g. sed -i).
-var writeCommands = map[string]string{
-	"rm": "all", "rmdir": "all", "unlink": "all", "shred": "all", "truncate": "all", "touch": "all",
-	"mkdir": "all", "mkfifo": "all", "mknod": "all", "chmod": "all", "chown": "all", "chgrp": "all",
-	"chattr": "all", "setfacl": "all", "tee": "all", "mv": "all", "crontab": "all",
-	"cp": "last", "ln": "last", "install": "last", "rsync": "last", "scp": "last",
-	"sed": "flag", "perl": "flag",
+// writeMode says which path arguments of a command are written.
+type writeMode int
+
+const (
+	writeNone    writeMode = iota
+	writeAll               // every path argument
+	writeLast              // the destination (the last of two or more)
+	writeInPlace           // only with -i / --in-place (sed -i)
+)
+
+// writeCommands open (some of) their path arguments for writing or remove them.
+var writeCommands = map[string]writeMode{
+	"rm": writeAll, "rmdir": writeAll, "unlink": writeAll, "shred": writeAll, "truncate": writeAll, "touch": writeAll,
+	"mkdir": writeAll, "mkfifo": writeAll, "mknod": writeAll, "chmod": writeAll, "chown": writeAll, "chgrp": writeAll,
+	"chattr": writeAll, "setfacl": writeAll, "tee": writeAll, "mv": writeAll, "crontab": writeAll,
+	"cp": writeLast, "ln": writeLast, "install": writeLast, "rsync": writeLast, "scp": writeLast,
+	"sed": writeInPlace, "perl": writeInPlace,
 }
 
 // grepLike take a pattern as their first positional argument (unless -e or -f gives it).
@@ -223,8 +232,8 @@ func nextDir(cwd string, cmd *shell.Command) string {
 // checkArgs checks one command's path-like arguments and URLs.
 func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd string) verdict {
 	mode := writeCommands[cmd.Name]
-	if mode == "flag" && !hasFlag(cmd, "i") && !hasFlag(cmd, "in-place") {
-		mode = ""
+	if mode == writeInPlace && !hasFlag(cmd, "i") && !hasFlag(cmd, "in-place") {
+		mode = writeNone
 	}
 	pos := cmd.Positionals
 	if grepLike[cmd.Name] && !hasFlag(cmd, "e") && !hasFlag(cmd, "f") && !hasFlag(cmd, "regexp") && len(pos) > 0 {
@@ -237,8 +246,17 @@ func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd strin
 			}
 		}
 	}
+	if v := l.checkPositionals(cmd, pos, mode, sets, cwd); v.code != "" {
+		return v
+	}
+	return l.checkFlagValues(cmd, mode != writeNone, sets, cwd)
+}
+
+// checkPositionals checks the positional arguments as paths (written ones against the write lists)
+// and as URLs.
+func (l *passportLimits) checkPositionals(cmd *shell.Command, pos []shell.Word, mode writeMode, sets *pathSets, cwd string) verdict {
 	for j, w := range pos {
-		write := mode == "all" || mode == "flag" || (mode == "last" && j == len(pos)-1 && len(pos) > 1)
+		write := mode == writeAll || mode == writeInPlace || (mode == writeLast && j == len(pos)-1 && len(pos) > 1)
 		if cmd.Name == "dd" {
 			if k, val, ok := strings.Cut(w.Value, "="); ok {
 				w = shell.Word{Value: val, Dynamic: w.Dynamic, Glob: w.Glob, Pattern: afterEq(w.Pattern)}
@@ -255,13 +273,17 @@ func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd strin
 			return v
 		}
 	}
-	// Values attached to flags: --file=/etc/shadow, -o/etc/passwd.
+	return verdict{}
+}
+
+// checkFlagValues checks values attached to flags: --file=/etc/shadow, -o/etc/passwd.
+func (l *passportLimits) checkFlagValues(cmd *shell.Command, write bool, sets *pathSets, cwd string) verdict {
 	for _, w := range cmd.Args {
 		if !strings.HasPrefix(w.Value, "-") {
 			continue
 		}
 		val, ok := flagValue(w.Value)
-		if !ok || !(w.Dynamic || strings.HasPrefix(val, "/") || strings.HasPrefix(val, "~") || strings.HasPrefix(val, ".")) {
+		if !ok || !(w.Dynamic || pathLike(val)) {
 			continue
 		}
 		fw := shell.Word{Value: val, Dynamic: w.Dynamic, Glob: w.Glob}
@@ -271,7 +293,7 @@ func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd strin
 				fw.Pattern = pv
 			}
 		}
-		if v := sets.check(fw, cwd, mode != ""); v.code != "" {
+		if v := sets.check(fw, cwd, write); v.code != "" {
 			return v
 		}
 		if sets.static {
@@ -282,6 +304,11 @@ func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd strin
 		}
 	}
 	return verdict{}
+}
+
+// pathLike reports a value that names a path (absolute, home or explicitly relative).
+func pathLike(s string) bool {
+	return strings.HasPrefix(s, "/") || strings.HasPrefix(s, "~") || strings.HasPrefix(s, ".")
 }
 
 func afterEq(p string) string {
@@ -399,9 +426,9 @@ func (s *pathSets) check(w shell.Word, cwd string, write bool) verdict {
 	if s.static {
 		return verdict{}
 	}
-	blocked, base, verb := s.readBlocked, s.readBase, "read"
+	blocked, base, verb := s.readBlocked, s.readBase, verbRead
 	if write {
-		blocked, base, verb = s.writeBlocked, s.writeBase, "write"
+		blocked, base, verb = s.writeBlocked, s.writeBase, verbWrite
 	}
 	if p, ok := match(blocked); ok {
 		return denyWith(CodeBlockedPattern, "an argument matches blocked path %q", p.String())

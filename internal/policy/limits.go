@@ -39,13 +39,20 @@ const (
 	LimitBlockedDomains = "blocked_domains"
 )
 
+// Kinds of limit values.
+const (
+	kindList = "list"
+	kindBool = "bool"
+	kindInt  = "int"
+)
+
 // limitKeys are the keys each capability's limits may use that the engine reads (others are free-form).
 var limitKeys = map[string]map[string]string{
-	CapCommandExecute: {LimitAllowedCommands: "list", LimitBlockedPatterns: "list",
-		LimitAllowDynamicCommands: "bool", LimitAllowInlineCode: "bool", LimitSensitiveBaseline: "bool"},
-	CapFileRead:  {LimitAllowedPaths: "list", LimitBlockedPaths: "list", LimitSensitiveBaseline: "bool"},
-	CapFileWrite: {LimitAllowedPaths: "list", LimitBlockedPaths: "list", LimitSensitiveBaseline: "bool", LimitMaxFileBytes: "int"},
-	CapWebFetch:  {LimitAllowedDomains: "list", LimitBlockedDomains: "list"},
+	CapCommandExecute: {LimitAllowedCommands: kindList, LimitBlockedPatterns: kindList,
+		LimitAllowDynamicCommands: kindBool, LimitAllowInlineCode: kindBool, LimitSensitiveBaseline: kindBool},
+	CapFileRead:  {LimitAllowedPaths: kindList, LimitBlockedPaths: kindList, LimitSensitiveBaseline: kindBool},
+	CapFileWrite: {LimitAllowedPaths: kindList, LimitBlockedPaths: kindList, LimitSensitiveBaseline: kindBool, LimitMaxFileBytes: kindInt},
+	CapWebFetch:  {LimitAllowedDomains: kindList, LimitBlockedDomains: kindList},
 }
 
 // cmdLimits are a passport's limits for system.command.execute.
@@ -108,15 +115,15 @@ func compileLimits(e *errs, spec PassportSpec) passportLimits {
 				continue
 			}
 			switch kind {
-			case "list":
+			case kindList:
 				if _, ok := stringList(v); !ok {
 					e.add(base+"."+key, "must be a list of strings")
 				}
-			case "bool":
+			case kindBool:
 				if _, ok := v.(bool); !ok {
 					e.add(base+"."+key, "must be true or false")
 				}
-			case "int":
+			case kindInt:
 				if f, ok := v.(float64); !ok || f < 0 || f != math.Trunc(f) {
 					if _, isInt := v.(int64); !isInt {
 						e.add(base+"."+key, "must be a non-negative integer")
