@@ -131,6 +131,39 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 		}
 	case "tmux":
 		a.tmuxCmd(c, idx, args)
+	case "hyperfine":
+		// Every operand is a command run through a shell, as are the
+		// values of --prepare, --setup, --cleanup, --conclude.
+		a.optStrings(c, idx, args, "ps", []string{"prepare", "setup", "cleanup", "conclude", "shell"}, "hyperfine")
+		for i := 0; i < len(args); i++ {
+			w := args[i]
+			v := w.Value
+			if !w.Dynamic && strings.HasPrefix(v, "-") {
+				if len(v) == 2 && strings.IndexByte("wmMrpscSnuLPTo", v[1]) >= 0 || (strings.HasPrefix(v, "--") && !strings.Contains(v, "=") &&
+					v != "--ignore-failure" && v != "--show-output" && v != "--help" && v != "--version" && v != "--style" && v != "--export-json") {
+					i++
+				}
+				continue
+			}
+			a.shellString(c, idx, w, "hyperfine", nil)
+		}
+	case "watchexec":
+		// watchexec [options] [--] COMMAND...: run through a shell.
+		for i, w := range args {
+			if !w.Dynamic && w.Value == "--" {
+				if i+1 < len(args) {
+					a.shellString(c, idx, joinWords(args[i+1:]), "watchexec", nil)
+				}
+				return
+			}
+		}
+		if len(args) > 0 && !strings.HasPrefix(args[len(args)-1].Value, "-") {
+			a.shellString(c, idx, args[len(args)-1], "watchexec", nil)
+		}
+	case "nodemon":
+		a.optStrings(c, idx, args, "x", []string{"exec"}, "nodemon")
+	case "nix-shell":
+		a.optStrings(c, idx, args, "", []string{"run", "command"}, "nix-shell")
 	case "screen":
 		a.screenCmd(c, idx, args)
 	case "psql":
@@ -447,7 +480,8 @@ var awkSpec = optSpec{
 // awkCmd sets Code when an awk program can run commands: system(), pipes to
 // or from commands, gawk's @ calls, -l extensions.
 func (a *analyzer) awkCmd(idx int, args []Word) {
-	r := awkSpec.scan(args)
+	var r optScan
+	awkSpec.scanInto(args, &r)
 	fromFile := false
 	var progs []Word
 	for _, e := range r.events {
@@ -542,7 +576,8 @@ var sedSpec = optSpec{
 
 // sedCmd sets Code when a sed script uses the e command or the s///e flag.
 func (a *analyzer) sedCmd(idx int, args []Word) {
-	r := sedSpec.scan(args)
+	var r optScan
+	sedSpec.scanInto(args, &r)
 	if r.has("sandbox") {
 		return
 	}
@@ -908,7 +943,8 @@ var screenSpec = optSpec{shortVal: "cehpsSTt", shortNone: "aAdDfilLmOqrRUvxX"}
 // screenCmd handles screen [options] [cmd [args]]; -X sends a command to a
 // running session.
 func (a *analyzer) screenCmd(c ctx, idx int, args []Word) {
-	r := screenSpec.scan(args)
+	var r optScan
+	screenSpec.scanInto(args, &r)
 	a.scanFlags(idx, args, &r)
 	if r.has("X") {
 		a.setCode(idx, CodeInline) // a command for a running session

@@ -55,6 +55,8 @@ const (
 	kindSpecial // handled by a case in dispatch or programCode
 	kindFlagAliases
 	kindInterp // an interpreter in interps
+	kindSingleDash
+	kindSubWrapper
 )
 
 // progKinds is filled at init from the tables.
@@ -66,11 +68,17 @@ var progKinds = func() map[string]progKind {
 	for n := range wrappers {
 		m[n] |= kindWrapper
 	}
+	for n := range subWrappers {
+		m[n] |= kindSubWrapper
+	}
 	for n := range interps {
 		m[n] |= kindSpecial | kindInterp
 	}
 	for n := range flagAliases {
 		m[n] |= kindFlagAliases
+	}
+	for n := range singleDash {
+		m[n] |= kindSingleDash
 	}
 	for _, n := range specialNames {
 		m[n] |= kindSpecial
@@ -86,7 +94,7 @@ var specialNames = []string{
 	"powershell", "pwsh-preview", "deno", "tar", "gtar", "bsdtar", "rsync", "zip", "man", "git", "vim", "vi",
 	"nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic", "gdb", "make", "gmake",
 	"scp", "sftp", "psql", "mysql", "mariadb", "sqlite3", "sqlite", "nc", "ncat", "netcat", "nc.traditional",
-	"nc.openbsd", "socat", "tmux", "screen",
+	"nc.openbsd", "socat", "tmux", "screen", "hyperfine", "watchexec", "nodemon", "nix-shell",
 }
 
 // progKindOf looks a program name up; shells and interpreters are also
@@ -118,36 +126,39 @@ func (a *analyzer) command(c ctx, words []Word, hook func(int)) int {
 		return -1
 	}
 	prog := words[0]
-	cmd := Command{
-		Program:   prog.Value,
-		Redirects: c.redirs,
-		Wrappers:  c.wrappers,
-		Via:       c.via,
-		Depth:     c.depth,
-		Parent:    c.parent,
-		scope:     c.scope,
-	}
+	idx := len(a.out.Commands)
+	a.out.Commands = append(a.out.Commands, Command{})
+	cmd := &a.out.Commands[idx]
+	cmd.Program = prog.Value
+	cmd.Redirects = c.redirs
+	cmd.Wrappers = c.wrappers
+	cmd.Via = c.via
+	cmd.Depth = c.depth
+	cmd.Parent = c.parent
+	cmd.scope = c.scope
 	if len(words) > 1 {
 		cmd.Args = words[1:]
 	}
+	var kind progKind
 	if prog.Dynamic || prog.Glob {
 		cmd.Dynamic = true
 	} else {
 		cmd.Name = programName(prog.Value)
+		kind = progKindOf(cmd.Name)
 	}
-	cmd.Flags, cmd.Positionals = normalizeFlags(a, cmd.Name, cmd.Args)
+	cmd.Flags, cmd.Positionals = normalizeFlags(a, cmd.Name, kind, cmd.Args)
 	for _, w := range words {
 		if w.zshQual {
 			cmd.Code = CodeInline
 		}
 	}
-	idx := len(a.out.Commands)
-	a.out.Commands = append(a.out.Commands, cmd)
+	name, args := cmd.Name, cmd.Args
+	// cmd may move when the slice grows: do not use it below.
 	if hook != nil {
 		hook(idx)
 	}
-	if !cmd.Dynamic {
-		a.dispatch(c, idx, cmd.Name, cmd.Args)
+	if !a.out.Commands[idx].Dynamic {
+		a.dispatch(c, idx, name, kind, args)
 	}
 	return idx
 }
@@ -172,7 +183,7 @@ func (a *analyzer) wrapperFlags(idx, start int) {
 	if start >= len(cmd.Args) {
 		return
 	}
-	flags, pos := normalizeFlags(a, cmd.Name, cmd.Args[:start])
+	flags, pos := normalizeFlags(a, cmd.Name, progKindOf(cmd.Name), cmd.Args[:start])
 	out := a.wordsN(len(pos) + len(cmd.Args) - start)
 	out = append(out, pos...)
 	out = append(out, cmd.Args[start:]...)
@@ -301,11 +312,10 @@ func (a *analyzer) fileCode(c ctx, idx int, name string, f Word, shell bool) {
 }
 
 // dispatch analyses what a command runs, by program name.
-func (a *analyzer) dispatch(c ctx, idx int, name string, args []Word) {
+func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []Word) {
 	if a.err != nil {
 		return
 	}
-	kind := progKindOf(name)
 	if kind&kindShell != 0 {
 		a.shellCmd(c, idx, name, args)
 		return
@@ -313,6 +323,12 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, args []Word) {
 	if kind&kindWrapper != 0 {
 		if spec := wrappers[name]; spec != nil {
 			a.wrapperCmd(c, idx, name, spec, args)
+			return
+		}
+	}
+	if kind&kindSubWrapper != 0 {
+		a.subWrapperCmd(c, idx, name, subWrappers[name], args)
+		if name != "git" && name != "docker" && name != "podman" && name != "kubectl" {
 			return
 		}
 	}
@@ -586,34 +602,152 @@ var wrappers = map[string]*wrapSpec{
 		longOpt:  []string{"timing"},
 		longNone: []string{"append", "return", "flush", "force", "quiet", "help", "version"},
 	}},
-	"busybox":      {},
-	"parallel":     {kind: wrapShellCmd},
-	"sg":           {kind: wrapShellCmd},
-	"chrt":         {opts: optSpec{shortVal: "TPD", shortNone: "abdefiomrRpvh", longNone: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "pid", "verbose", "max", "help", "version"}, longVal: []string{"sched-runtime", "sched-period", "sched-deadline"}}},
-	"taskset":      {kind: wrapSkip1, opts: optSpec{shortNone: "acpVh", longNone: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}},
-	"unshare":      {shellIfNone: true, opts: optSpec{shortVal: "SGRwl", shortOpt: "muinpUCT", shortNone: "frch", longVal: []string{"setgroups", "map-user", "map-group", "map-users", "map-groups", "propagation", "root", "wd", "setuid", "setgid", "load-interp"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "mount-proc", "kill-child", "monotonic", "boottime", "map-auto", "map-subids"}, longNone: []string{"fork", "map-root-user", "map-current-user", "keep-caps", "help", "version"}}},
-	"nsenter":      {shellIfNone: true, opts: optSpec{shortVal: "tSG", shortOpt: "mutinpUCTrw", shortNone: "aFZ", longVal: []string{"target", "setuid", "setgid"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd", "env"}, longNone: []string{"all", "preserve-credentials", "no-fork", "follow-context", "help", "version"}}},
-	"strace":       {opts: optSpec{shortVal: "abeEIoOpPsSuUX", shortNone: "cCdDfFhiknqrtTvVwxyYz"}},
-	"ltrace":       {opts: optSpec{shortVal: "aAeEfFlLnopsSuwxX", shortNone: "bcCdhiKrStTV"}},
-	"fakeroot":     {opts: optSpec{shortVal: "sil", shortNone: "uhv", longVal: []string{"lib", "faked"}, longNone: []string{"unknown-is-real", "help", "version"}}},
-	"firejail":     {},
-	"bwrap":        {opts: optSpec{multiVal: true}},
-	"torsocks":     {opts: optSpec{shortVal: "uapP", shortNone: "idqhV6"}},
-	"proxychains":  {opts: optSpec{shortVal: "f", shortNone: "q"}},
-	"proxychains4": {opts: optSpec{shortVal: "f", shortNone: "q"}},
-	"sshpass":      {opts: optSpec{shortVal: "pfdP", shortNone: "ehvV"}},
-	"caffeinate":   {opts: optSpec{shortVal: "tw", shortNone: "dimsu"}},
-	"xvfb-run":     {opts: optSpec{shortVal: "fnlpsew", shortNone: "ah", longVal: []string{"auth-file", "server-num", "error-file", "xauth-protocol", "server-args", "wait"}, longNone: []string{"auto-servernum", "listen-tcp", "help"}}},
-	"rlwrap":       {opts: optSpec{shortVal: "aAbCDeEfFgHlMoOpPqsSwz", shortNone: "cihmnrRtUvW"}},
-	"gosu":         {kind: wrapSkip1},
-	"su-exec":      {kind: wrapSkip1},
-	"setpriv":      {},
-	"systemd-run":  {opts: optSpec{shortVal: "pEMHu", shortNone: "qrtPGSdh", longVal: []string{"unit", "property", "description", "slice", "uid", "gid", "nice", "working-directory", "setenv", "host", "machine", "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar", "timer-property", "path-property", "socket-property", "service-type"}}},
-	"catchsegv":    {},
-	"nocorrect":    {},
-	"noglob":       {},
-	"valgrind":     {},
-	"dbus-launch":  {},
+	"busybox":          {},
+	"parallel":         {kind: wrapShellCmd},
+	"sg":               {kind: wrapShellCmd},
+	"chrt":             {opts: optSpec{shortVal: "TPD", shortNone: "abdefiomrRpvh", longNone: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "pid", "verbose", "max", "help", "version"}, longVal: []string{"sched-runtime", "sched-period", "sched-deadline"}}},
+	"taskset":          {kind: wrapSkip1, opts: optSpec{shortNone: "acpVh", longNone: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}},
+	"unshare":          {shellIfNone: true, opts: optSpec{shortVal: "SGRwl", shortOpt: "muinpUCT", shortNone: "frch", longVal: []string{"setgroups", "map-user", "map-group", "map-users", "map-groups", "propagation", "root", "wd", "setuid", "setgid", "load-interp"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "mount-proc", "kill-child", "monotonic", "boottime", "map-auto", "map-subids"}, longNone: []string{"fork", "map-root-user", "map-current-user", "keep-caps", "help", "version"}}},
+	"nsenter":          {shellIfNone: true, opts: optSpec{shortVal: "tSG", shortOpt: "mutinpUCTrw", shortNone: "aFZ", longVal: []string{"target", "setuid", "setgid"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd", "env"}, longNone: []string{"all", "preserve-credentials", "no-fork", "follow-context", "help", "version"}}},
+	"strace":           {opts: optSpec{shortVal: "abeEIoOpPsSuUX", shortNone: "cCdDfFhiknqrtTvVwxyYz"}},
+	"ltrace":           {opts: optSpec{shortVal: "aAeEfFlLnopsSuwxX", shortNone: "bcCdhiKrStTV"}},
+	"fakeroot":         {opts: optSpec{shortVal: "sil", shortNone: "uhv", longVal: []string{"lib", "faked"}, longNone: []string{"unknown-is-real", "help", "version"}}},
+	"firejail":         {},
+	"bwrap":            {opts: optSpec{multiVal: true}},
+	"torsocks":         {opts: optSpec{shortVal: "uapP", shortNone: "idqhV6"}},
+	"proxychains":      {opts: optSpec{shortVal: "f", shortNone: "q"}},
+	"proxychains4":     {opts: optSpec{shortVal: "f", shortNone: "q"}},
+	"sshpass":          {opts: optSpec{shortVal: "pfdP", shortNone: "ehvV"}},
+	"caffeinate":       {opts: optSpec{shortVal: "tw", shortNone: "dimsu"}},
+	"xvfb-run":         {opts: optSpec{shortVal: "fnlpsew", shortNone: "ah", longVal: []string{"auth-file", "server-num", "error-file", "xauth-protocol", "server-args", "wait"}, longNone: []string{"auto-servernum", "listen-tcp", "help"}}},
+	"rlwrap":           {opts: optSpec{shortVal: "aAbCDeEfFgHlMoOpPqsSwz", shortNone: "cihmnrRtUvW"}},
+	"gosu":             {kind: wrapSkip1},
+	"su-exec":          {kind: wrapSkip1},
+	"setpriv":          {},
+	"systemd-run":      {opts: optSpec{shortVal: "pEMHu", shortNone: "qrtPGSdh", longVal: []string{"unit", "property", "description", "slice", "uid", "gid", "nice", "working-directory", "setenv", "host", "machine", "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar", "timer-property", "path-property", "socket-property", "service-type"}}},
+	"catchsegv":        {},
+	"numactl":          {opts: optSpec{shortVal: "iPpCNmw", shortNone: "alsHtSbv", longOpt: []string{"all", "interleave", "preferred", "physcpubind", "cpunodebind", "membind", "localalloc", "show", "hardware"}}},
+	"prlimit":          {opts: optSpec{shortVal: "po", shortNone: "hvV", longOpt: []string{"core", "data", "fsize", "memlock", "rss", "nofile", "stack", "cpu", "nproc", "as", "locks", "sigpending", "msgqueue", "nice", "rtprio", "rttime"}, longVal: []string{"pid", "output"}, longNone: []string{"noheadings", "raw", "verbose", "help", "version"}}},
+	"cgexec":           {opts: optSpec{shortVal: "g", longNone: []string{"sticky"}}},
+	"runcon":           {opts: optSpec{shortVal: "turl", shortNone: "c", longVal: []string{"type", "user", "role", "range"}, longNone: []string{"compute", "help", "version"}}},
+	"systemd-inhibit":  {opts: optSpec{longVal: []string{"what", "who", "why", "mode"}, longNone: []string{"list", "help", "version", "no-pager", "no-legend"}}},
+	"flatpak-spawn":    {opts: optSpec{longNone: []string{"host", "watch-bus", "expose-pids", "share-pids", "clear-env", "latest-version", "no-network", "sandbox"}}},
+	"dbus-run-session": {opts: optSpec{longOpt: []string{"config-file", "dbus-daemon"}}},
+	"tini":             {opts: optSpec{shortVal: "pe", shortNone: "svwglh"}},
+	"dumb-init":        {opts: optSpec{shortVal: "r", shortNone: "cvVh", longVal: []string{"rewrite"}, longNone: []string{"single-child", "verbose", "version", "help"}}},
+	"catatonit":        {opts: optSpec{shortNone: "gpLPhV"}},
+	"entr":             {opts: optSpec{shortNone: "acdnprsz"}},
+	"chpst":            {opts: optSpec{shortVal: "uUbenlLmdofcrt", shortNone: "vP012"}},
+	"run-one":          {},
+	"daemonize":        {opts: optSpec{shortVal: "acepuolE", shortNone: "v"}},
+	"s6-setuidgid":     {kind: wrapSkip1},
+	"npx":              {opts: optSpec{shortVal: "pc", shortNone: "yq", longVal: []string{"package", "call", "shell", "node-options", "cache"}, longNone: []string{"yes", "no", "quiet", "ignore-existing", "no-install"}}},
+	"bunx":             {},
+	"pnpx":             {},
+	"dotenv":           {opts: optSpec{shortVal: "ecv", shortNone: "po", longNone: []string{"debug", "override"}}},
+	"envchain":         {kind: wrapSkip1},
+	"nocorrect":        {},
+	"noglob":           {},
+	"valgrind":         {},
+	"dbus-launch":      {},
+}
+
+// subWrap describes a program whose subcommand runs a command:
+// poetry run CMD, bundle exec CMD, docker exec CONTAINER CMD, ...
+type subWrap struct {
+	subs   []string // subcommands that run a command
+	skip   int      // operands after the subcommand before the command
+	opts   optSpec  // the subcommand's options
+	dashes bool     // the command follows "--" (kubectl exec)
+	via    string   // Via for the command ("" for a local wrapper)
+}
+
+var subWrappers = map[string]*subWrap{
+	"poetry":     {subs: []string{"run"}},
+	"pipenv":     {subs: []string{"run"}},
+	"uv":         {subs: []string{"run"}, opts: optSpec{longVal: []string{"with", "python", "project", "directory", "env-file", "group", "extra", "package", "index", "index-url"}, shortVal: "p"}},
+	"pdm":        {subs: []string{"run"}},
+	"hatch":      {subs: []string{"run"}},
+	"rye":        {subs: []string{"run"}},
+	"conda":      {subs: []string{"run"}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
+	"mamba":      {subs: []string{"run"}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
+	"micromamba": {subs: []string{"run"}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
+	"bundle":     {subs: []string{"exec"}},
+	"npm":        {subs: []string{"exec", "x"}, opts: optSpec{shortVal: "cw", longVal: []string{"package", "call", "workspace"}}},
+	"pnpm":       {subs: []string{"exec", "dlx"}, opts: optSpec{shortVal: "cC", longVal: []string{"package", "filter", "dir"}}},
+	"yarn":       {subs: []string{"exec", "dlx"}, opts: optSpec{shortVal: "p", longVal: []string{"package"}}},
+	"direnv":     {subs: []string{"exec"}, skip: 1},
+	"aws-vault":  {subs: []string{"exec"}, skip: 1, opts: optSpec{shortVal: "dt", longVal: []string{"duration", "mfa-token", "region", "server"}}},
+	"op":         {subs: []string{"run"}, opts: optSpec{longVal: []string{"env-file", "account"}}},
+	"doppler":    {subs: []string{"run"}, opts: optSpec{shortVal: "pc", longVal: []string{"project", "config", "command", "token"}}},
+	"infisical":  {subs: []string{"run"}, opts: optSpec{longVal: []string{"env", "projectId", "path", "token", "command"}}},
+	"chamber":    {subs: []string{"exec"}, skip: 1},
+	"nix":        {subs: []string{"develop", "shell"}, opts: optSpec{longVal: []string{"command"}}},
+	"docker":     {subs: []string{"exec"}, skip: 1, via: "docker exec", opts: optSpec{shortVal: "euw", shortNone: "dit", longVal: []string{"env", "env-file", "user", "workdir", "detach-keys"}, longNone: []string{"detach", "interactive", "tty", "privileged"}}},
+	"podman":     {subs: []string{"exec"}, skip: 1, via: "podman exec", opts: optSpec{shortVal: "euw", shortNone: "dit", longVal: []string{"env", "env-file", "user", "workdir", "detach-keys", "preserve-fds"}, longNone: []string{"detach", "interactive", "tty", "privileged", "latest"}}},
+	"kubectl":    {subs: []string{"exec", "debug", "run"}, dashes: true, via: "kubectl"},
+	"oc":         {subs: []string{"exec", "rsh", "debug"}, dashes: true, via: "oc"},
+}
+
+// subWrapperCmd handles programs whose subcommand runs a command.
+func (a *analyzer) subWrapperCmd(c ctx, idx int, name string, sw *subWrap, args []Word) {
+	sub := -1
+	for i, w := range args {
+		if w.Dynamic {
+			return
+		}
+		for _, s := range sw.subs {
+			if w.Value == s {
+				sub = i
+				break
+			}
+		}
+		if sub >= 0 || (!strings.HasPrefix(w.Value, "-") && i > 2) {
+			break
+		}
+	}
+	if sub < 0 {
+		return
+	}
+	rest := args[sub+1:]
+	via := sw.via
+	if via != "" && via == name {
+		via = name + " " + args[sub].Value
+	}
+	if sw.dashes {
+		for i, w := range rest {
+			if !w.Dynamic && w.Value == "--" {
+				a.wrapped(c, idx, rest[i+1:], via, c.stdin)
+				return
+			}
+		}
+		if name == "kubectl" || name == "oc" {
+			return // no "--": no command (kubectl run IMAGE, interactive shells)
+		}
+	}
+	if name == "nix" {
+		// nix develop/shell ... -c CMD or --command CMD
+		for i, w := range rest {
+			if (w.Value == "-c" || w.Value == "--command") && i+1 < len(rest) {
+				a.wrapped(c, idx, rest[i+1:], "", c.stdin)
+				return
+			}
+		}
+		return
+	}
+	var r optScan
+	sw.opts.scanInto(rest, &r)
+	for _, start := range append([]int{r.start}, r.alts...) {
+		start += sw.skip
+		if start >= len(rest) {
+			continue
+		}
+		cmd := rest[start:]
+		if len(cmd) > 0 && cmd[0].Value == "--" && !cmd[0].Dynamic {
+			cmd = cmd[1:]
+		}
+		a.wrapped(c, idx, cmd, via, c.stdin)
+	}
 }
 
 // wrapperCmd handles commands that run another command.
@@ -650,7 +784,8 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 		}
 		return
 	}
-	r := spec.opts.scan(args)
+	var r optScan
+	spec.opts.scanInto(args, &r)
 	starts := []int{r.start}
 	starts = append(starts, r.alts...)
 	if spec.opts.permute {
@@ -908,7 +1043,8 @@ func splitEnvString(s string) ([]Word, bool) {
 // xargsCmd handles xargs: the command gets the stdin items as extra
 // (dynamic) arguments, or in place of the -I replacement string.
 func (a *analyzer) xargsCmd(c ctx, idx int, spec *wrapSpec, args []Word) {
-	r := spec.opts.scan(args)
+	var r optScan
+	spec.opts.scanInto(args, &r)
 	a.scanFlags(idx, args, &r)
 	repl := ""
 	for _, e := range r.events {
@@ -974,7 +1110,8 @@ func replaceDyn(w Word, s string) Word {
 // (run by the remote shell). -o ProxyCommand / LocalCommand run locally.
 func (a *analyzer) sshCmd(c ctx, idx int, spec *wrapSpec, args []Word) {
 	a.sshOptions(c, idx, args)
-	r := spec.opts.scan(args)
+	var r optScan
+	spec.opts.scanInto(args, &r)
 	starts := append([]int{r.start}, r.alts...)
 	a.scanFlags(idx, args, &r)
 	for si, start := range starts {
@@ -982,7 +1119,8 @@ func (a *analyzer) sshCmd(c ctx, idx int, spec *wrapSpec, args []Word) {
 			continue
 		}
 		rest := args[start+1:] // after the host
-		r2 := spec.opts.scan(rest)
+		var r2 optScan
+		spec.opts.scanInto(rest, &r2)
 		cmdStart := r2.start
 		if cmdStart >= len(rest) {
 			if si == 0 {

@@ -5,10 +5,10 @@
 // and quoted words, | && || ;, simple redirections) are parsed by a small
 // fast parser that builds the same syntax tree as mvdan.cc/sh/v3/syntax;
 // anything else goes to mvdan.cc/sh (FuzzFastParse checks that both give the
-// same analysis). The walk covers
-// lists, pipelines, subshells, groups, if/while/until/for/case/select bodies,
-// function bodies, command and process substitutions (also inside here-docs,
-// redirection targets and parameter defaults), arithmetic and [[ ]]. Words
+// same analysis). The walk covers lists, pipelines, subshells, groups,
+// if/while/until/for/case/select bodies, function bodies, command and process
+// substitutions (also inside here-docs, redirection targets and parameter
+// defaults), arithmetic and [[ ]]. Words
 // are expanded as the shell would: quotes and escapes removed, $'...'
 // decoded, brace expansion performed (bounded), ~ and $HOME rendered "~",
 // variables assigned earlier in the script substituted (simple constant
@@ -22,11 +22,13 @@
 // static here-documents fed to a shell, git -c core.sshCommand and git
 // config alias.x '!cmd' and similar, tar --to-command, rsync -e, ncat -c,
 // nc -e, socat EXEC:/SYSTEM:, tmux new/run-shell/if-shell, screen, and
-// variables such as GIT_SSH_COMMAND. Wrappers
-// (sudo, doas, env, command, builtin, exec, nohup, timeout, nice, ionice,
-// time, stdbuf, setsid, unbuffer, chroot, flock, xargs, find, busybox, ...)
-// are reported as commands and so are the commands they run, with Wrappers
-// and Parent linking them. find -delete is reported as a synthesized
+// variables such as GIT_SSH_COMMAND. Wrappers (sudo, doas, env, command, builtin, exec, nohup, timeout, nice, ionice,
+// time, stdbuf, setsid, unbuffer, chroot, flock, xargs, find, busybox,
+// numactl, prlimit, tini, npx, poetry/uv/pipenv run, bundle/npm exec,
+// direnv/aws-vault exec, docker/podman exec, kubectl exec -- ...) are
+// reported as commands and so are the commands they run, with Wrappers and
+// Parent linking them (Via "docker exec" or "kubectl exec" when the command
+// runs elsewhere). find -delete is reported as a synthesized
 // "rm -rf" of the starting points with Via "find -delete".
 //
 // Variables: an assignment with a static value makes the variable known for
@@ -73,7 +75,9 @@
 // input), aliases and functions defined by earlier commands in a persistent
 // shell, and the current directory (cd changes what a relative path means).
 // Such things are reported as they are (a command, a Dynamic word) for the
-// policy to decide. The top level is parsed as bash; zsh glob qualifiers
+// policy to decide; Script.Assignments reports variables that change what
+// programs do (LD_PRELOAD, BASH_ENV, PATH) and Script.Redirects every file
+// a redirection opens. The top level is parsed as bash; zsh glob qualifiers
 // that run code (*(e:...:)) are reported as CodeInline, and fish/csh -c
 // strings are parsed as bash (a string that does not parse is an error).
 //

@@ -54,9 +54,9 @@ func char(c byte) string {
 // "-rf" and "-r -f" give [f r]; "--x=v" gives "x"; aliases map per program
 // (rm --recursive → r). Words after "--" are positionals; dynamic words are
 // positionals.
-func normalizeFlags(a *analyzer, name string, args []Word) ([]string, []Word) {
+func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]string, []Word) {
 	var aliases map[string]string
-	if progKindOf(name)&kindFlagAliases != 0 {
+	if kind&kindFlagAliases != 0 {
 		aliases = flagAliases[name]
 	}
 	// First pass: count flag letters, and see whether the positionals are
@@ -96,6 +96,7 @@ func normalizeFlags(a *analyzer, name string, args []Word) ([]string, []Word) {
 	if name == "cp" {
 		imp = implied[name]
 	}
+	special := aliases != nil || imp != nil
 	add := func(f string) {
 		if aliases != nil {
 			if a, ok := aliases[f]; ok {
@@ -127,7 +128,7 @@ func normalizeFlags(a *analyzer, name string, args []Word) ([]string, []Word) {
 			add(n)
 			continue
 		}
-		if singleDash[name] {
+		if kind&kindSingleDash != 0 {
 			add(v[1:])
 			continue
 		}
@@ -141,8 +142,14 @@ func normalizeFlags(a *analyzer, name string, args []Word) ([]string, []Word) {
 			}
 			continue
 		}
-		for j := 1; j < len(v); j++ {
-			add(char(v[j]))
+		if special {
+			for j := 1; j < len(v); j++ {
+				add(char(v[j]))
+			}
+		} else {
+			for j := 1; j < len(v); j++ {
+				flags = append(flags, char(v[j]))
+			}
 		}
 	}
 	if contiguous && count > 0 {

@@ -162,6 +162,11 @@ func compareParsers(t *testing.T, src string) {
 	fastS, fastErr := analyzeWith(ps, src, Limits{})
 	full := &parserState{p: newFullParser(), noFast: true}
 	fullS, fullErr := analyzeWith(full, src, Limits{})
+	if fastErr == nil && fullErr != nil && checkNesting(src) != nil {
+		// The full path's bracket count is conservative (brackets inside
+		// double quotes count); the fast subset has no nesting to bound.
+		return
+	}
 	if (fastErr == nil) != (fullErr == nil) {
 		t.Fatalf("%q: fast error %v, full error %v", src, fastErr, fullErr)
 	}

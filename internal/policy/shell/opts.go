@@ -83,10 +83,16 @@ func (s *optSpec) longKind(name string) (string, optKind) {
 // had one are returned in alts.
 func (s *optSpec) scan(args []Word) optScan {
 	var r optScan
-	start, alts := s.scanFrom(args, 0, &r)
+	s.scanInto(args, &r)
+	return r
+}
+
+// scanInto is scan into a caller's optScan.
+func (s *optSpec) scanInto(args []Word, r *optScan) {
+	start, alts := s.scanFrom(args, 0, r)
 	r.start = start
 	if len(alts) == 0 {
-		return r
+		return
 	}
 	// Follow the alternatives (each position once).
 	seen := []int{start}
@@ -108,7 +114,6 @@ func (s *optSpec) scan(args []Word) optScan {
 			}
 		}
 	}
-	return r
 }
 
 func containsInt(s []int, v int) bool {

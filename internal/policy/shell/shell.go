@@ -262,7 +262,10 @@ func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
 		*a = analyzer{}
 	}()
 	a.parsed = len(src)
-	a.out.Commands = make([]Command, 0, estimateCommands(src, lim.MaxCommands))
+	nc, nw, nf := estimateCommands(src, lim.MaxCommands)
+	a.out.Commands = make([]Command, 0, nc)
+	a.wslab = make([]Word, 0, min(nw, 256))
+	a.sslab = make([]string, 0, min(nf, 128))
 	clear(ps.env.vars)
 	ps.env = env{vars: ps.env.vars}
 	c := ctx{env: &ps.env, parent: -1}
@@ -337,15 +340,19 @@ func checkNesting(src string) error {
 
 // estimateCommands guesses how many commands src has, to size
 // Script.Commands once.
-func estimateCommands(src string, limit int) int {
-	n := 2
+func estimateCommands(src string, limit int) (cmds, words, flags int) {
+	n := 1
 	for i := 0; i < len(src); i++ {
 		switch src[i] {
 		case '|', ';', '&', '\n', '(', '`':
 			n++
+		case ' ', '\t':
+			words++
+		case '-':
+			flags++
 		}
 	}
-	return min(n+2, limit)
+	return min(n+2, limit), words + words/4 + 4, flags + 4
 }
 
 // pipelines lists, for each pipeline, the commands of its stages in order.

@@ -70,7 +70,7 @@ func (a *analyzer) wordsN(n int) []Word {
 		return nil
 	}
 	if cap(a.wslab)-len(a.wslab) < n {
-		a.wslab = make([]Word, 0, max(n, 32))
+		a.wslab = make([]Word, 0, max(n, 16))
 	}
 	l := len(a.wslab)
 	a.wslab = a.wslab[:l+n]
@@ -82,7 +82,7 @@ func (a *analyzer) stringsN(n int) []string {
 		return nil
 	}
 	if cap(a.sslab)-len(a.sslab) < n {
-		a.sslab = make([]string, 0, max(n, 32))
+		a.sslab = make([]string, 0, max(n, 16))
 	}
 	l := len(a.sslab)
 	a.sslab = a.sslab[:l+n]
@@ -94,7 +94,7 @@ func (a *analyzer) redirsN(n int) []Redirect {
 		return nil
 	}
 	if cap(a.rslab)-len(a.rslab) < n {
-		a.rslab = make([]Redirect, 0, max(n, 4))
+		a.rslab = make([]Redirect, 0, max(n, 2))
 	}
 	l := len(a.rslab)
 	a.rslab = a.rslab[:l+n]
