@@ -182,3 +182,39 @@ func TestPatternNil(t *testing.T) {
 		t.Error("matched nil script")
 	}
 }
+
+// TestBenignCommands checks everyday commands: no blocked pattern matches,
+// and nothing is marked as hidden code or a dynamic program.
+func TestBenignCommands(t *testing.T) {
+	var pats []*CommandPattern
+	for _, s := range []string{"rm -rf", "sudo", "curl | sh", "git push --force", "kubectl delete", "chmod 777", "curl | python"} {
+		p, err := CompilePattern(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pats = append(pats, p)
+	}
+	benign := []string{
+		"grep -rn sudo docs/", `git commit -m "docs: warn against rm -rf"`, "cat docs/sudoers-guide.md",
+		"git log --oneline | head -20", "find . -name '*.go' | xargs grep -n TODO", "python3 -m pytest -q",
+		`echo "today is $(date)"`, "go test ./... && go vet ./...", "npm run build", "ls -la ~/project",
+		"git status --short && git diff --stat", "make -j4 test", "docker ps -a", "kubectl get pods -n prod",
+		"rg -n 'fn main' src/", "cat package.json | jq .scripts", "curl -s https://example.com | jq .",
+		"git push origin feature/x", "chmod 755 bin/tool", "rm -f build/out.o", "tar -czf out.tgz dist/",
+		"sed -n '1,40p' main.go", "awk -F: '{print $1}' /etc/hosts", "wc -l *.go", "du -sh .",
+		bench200,
+	}
+	for _, src := range benign {
+		s := mustAnalyze(t, src)
+		for _, p := range pats {
+			if i, ok := p.Match(s); ok {
+				t.Errorf("%q: pattern %q matches %s", src, p, summary(s.Commands[i]))
+			}
+		}
+		for _, c := range s.Commands {
+			if c.Code != CodeNone || c.Dynamic {
+				t.Errorf("%q: %s is marked", src, summary(c))
+			}
+		}
+	}
+}
