@@ -238,11 +238,16 @@ type verifyDecision struct {
 // order they are read.
 var verifyContextKeys = []string{"agent_id", "passport", "passport_id", "tool_name", "tool", "thread_id", "call_id"}
 
-// decodeVerify turns an OAP verify body into an engine request: the context's tool arguments become
-// tool_input; agent_id (top level or in context), passport and the tool name (context.tool_name or
-// context.tool, else the policy id) identify the call. Two of these naming the same thing with
+// decodeVerify turns an OAP verify body into an engine request: agent_id (top level or in context),
+// passport and the tool name (context.tool_name or context.tool) identify the call, and the rest of
+// the context is the tool's arguments (tool_input). Two of these naming the same thing with
 // different values (agent_id and context.agent_id or context.passport_id, context.tool_name and
 // context.tool, passport and context.passport) are refused: readers would pick different ones.
+//
+// The policy id selects an OAP policy pack (verifyPacks): the pack fixes the capability the call is
+// decided under and what the context must carry (system.command.execute.v1 needs context.command,
+// and so on); a context without it is a *RequestError naming the field. Any other policy id only
+// restricts evaluation to the policies of that id, and the context must name the tool.
 func decodeVerify(data []byte, policyID string) (policy.Request, error) {
 	var vr verifyRequest
 	if err := decodeJSON(data, &vr, ""); err != nil {
@@ -251,6 +256,7 @@ func decodeVerify(data []byte, policyID string) (policy.Request, error) {
 	if vr.Context == nil {
 		return policy.Request{}, fieldErr(ErrCodeMissingField, "context", "required: an object of the tool arguments")
 	}
+	pack := verifyPacks[policyID]
 	req := policy.Request{Passport: vr.Passport, AgentID: vr.AgentID, PolicyID: policyID}
 	input := make(map[string]any, len(vr.Context))
 	for k, v := range vr.Context {
@@ -278,6 +284,9 @@ func decodeVerify(data []byte, policyID string) (policy.Request, error) {
 	}
 	dsts := [...]*string{&req.AgentID, &req.Passport, &req.AgentID, &req.ToolName, &req.ToolName, &req.ThreadID, &req.CallID}
 	for i, key := range verifyContextKeys {
+		if key == "tool" && pack != nil && pack.capability == policy.CapMCPToolExecute {
+			continue // the MCP tool, not the tool name
+		}
 		s, err := take(key)
 		if err != nil {
 			return policy.Request{}, err
@@ -293,11 +302,21 @@ func decodeVerify(data []byte, policyID string) (policy.Request, error) {
 				clip(s), from[dst], clip(*dst))
 		}
 	}
-	if req.ToolName == "" {
-		req.ToolName = policyID
-	}
 	if req.Passport == "" && req.AgentID == "" {
 		return policy.Request{}, fieldErr(ErrCodeMissingField, "context.agent_id", "agent_id (or passport) is required")
+	}
+	if pack == nil {
+		if req.ToolName == "" {
+			return policy.Request{}, fieldErr(ErrCodeMissingField, "context.tool_name",
+				"required: %q is not a policy pack this endpoint knows (%s), so the context must name the tool",
+				clip(policyID), strings.Join(VerifyPacks(), ", "))
+		}
+	} else {
+		tool, in, rerr := pack.prepare(pack, policyID, input, req.ToolName, from[&req.ToolName])
+		if rerr != nil {
+			return policy.Request{}, rerr
+		}
+		req.ToolName, input = tool, in
 	}
 	req.ToolInput = input
 	if err := ValidateRequest(&req, ""); err != nil {

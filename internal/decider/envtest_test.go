@@ -174,7 +174,7 @@ func TestAuthentication(t *testing.T) {
 			}
 		}
 		code, body := call(t, http.MethodPost, url+"/api/verify/policy/system.command.execute.v1",
-			map[string]any{"context": map[string]any{"agent_id": "ap_coding_agent_01", "tool_name": "ls"}}, bearer(other))
+			map[string]any{"context": map[string]any{"agent_id": "ap_coding_agent_01", "command": "ls"}}, bearer(other))
 		if code != 200 || !strings.Contains(string(body), policy.CodeSubjectNotAllowed) {
 			t.Errorf("verify: %d %s", code, body)
 		}

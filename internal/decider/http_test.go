@@ -163,9 +163,9 @@ func TestOAPVerify(t *testing.T) {
 		t.Errorf("passport_id = %q", va.Decision.PassportID)
 	}
 	va = post("system.command.execute.v1", map[string]any{"passport": "team-a/coding-agent", "context": map[string]any{
-		"tool": "read_file", "path": "README.md"}})
+		"command": "ls -la && git status"}})
 	if !va.Decision.Allow || !strings.HasPrefix(va.Decision.PolicyID, "system.command.execute.v1") {
-		t.Errorf("read_file verify = %+v", va.Decision)
+		t.Errorf("ls verify = %+v", va.Decision)
 	}
 	if va.Decision.PassportID != "ap_coding_agent_01" {
 		t.Errorf("passport_id from passport = %q", va.Decision.PassportID)
@@ -230,6 +230,8 @@ func TestBadRequests(t *testing.T) {
 		{"verify context not an object", "POST", "/api/verify/policy/p1", `{"context":"x"}`, "", 400, ErrCodeInvalidField, "context"},
 		{"verify agent_id not a string", "POST", "/api/verify/policy/p1", `{"context":{"agent_id":7}}`, "", 400, ErrCodeInvalidField, "context.agent_id"},
 		{"verify without agent", "POST", "/api/verify/policy/p1", `{"context":{"command":"ls"}}`, "", 400, ErrCodeMissingField, "context.agent_id"},
+		{"verify unknown pack without tool", "POST", "/api/verify/policy/p1", `{"context":{"agent_id":"ap_x","command":"ls"}}`, "", 400, ErrCodeMissingField, "context.tool_name"},
+		{"verify command pack without command", "POST", "/api/verify/policy/system.command.execute.v1", `{"context":{"passport":"team-a/coding-agent"}}`, "", 400, ErrCodeMissingField, "context.command"},
 		{"GET verify", "GET", "/api/verify/policy/p1", "", "", 405, ErrCodeMethodNotAllowed, ""},
 	}
 	for _, tc := range cases {

@@ -84,7 +84,11 @@ func TestStrictDecodingOverHTTP(t *testing.T) {
 		t.Errorf("batch of the bench bodies = %d %s", code, data)
 	}
 	if code, data := call(t, http.MethodPost, ts.URL+verify,
-		`{"agent_id":"ap_coding_agent_01","context":{"agent_id":"ap_coding_agent_01","tool_name":"bash","tool":"bash","Command":"ls"}}`, nil); code != http.StatusOK {
+		`{"agent_id":"ap_coding_agent_01","context":{"agent_id":"ap_coding_agent_01","tool_name":"bash","tool":"bash","command":"ls"}}`, nil); code != http.StatusOK {
 		t.Errorf("verify with agreeing aliases = %d %s", code, data)
+	}
+	if code, data := call(t, http.MethodPost, ts.URL+verifyPrefix+"git.hygiene.v1",
+		`{"agent_id":"ap_coding_agent_01","context":{"agent_id":"ap_coding_agent_01","tool_name":"bash","tool":"bash","Command":"ls"}}`, nil); code != http.StatusOK {
+		t.Errorf("verify with agreeing aliases and a case-variant argument = %d %s", code, data)
 	}
 }

@@ -118,6 +118,11 @@ func TestStrictJSONBatchAndVerify(t *testing.T) {
 		_, err := decodeVerify([]byte(body), "system.command.execute.v1")
 		return err
 	}
+	// verifyOther decodes for a policy id that names no policy pack (the context names the tool).
+	verifyOther := func(body string) error {
+		_, err := decodeVerify([]byte(body), "corp.custom.v1")
+		return err
+	}
 	cases := []struct {
 		name        string
 		decode      func(string) error
@@ -132,8 +137,8 @@ func TestStrictJSONBatchAndVerify(t *testing.T) {
 		{"batch requests twice", batch, `{"requests":[],"requests":[` + item + `]}`, ErrCodeDuplicateKey, "requests"},
 		{"batch Requests", batch, `{"Requests":[` + item + `]}`, ErrCodeInvalidField, "Requests"},
 		{"verify ok", verify, `{"context":{"agent_id":"ap_1","tool_name":"bash","command":"ls"}}`, "", ""},
-		{"verify same value twice in aliases", verify, `{"agent_id":"ap_1","context":{"agent_id":"ap_1","passport_id":"ap_1","tool":"bash","tool_name":"bash"}}`, "", ""},
-		{"verify context case variant argument kept", verify, `{"context":{"agent_id":"ap_1","Command":"ls"}}`, "", ""},
+		{"verify same value twice in aliases", verify, `{"agent_id":"ap_1","context":{"agent_id":"ap_1","passport_id":"ap_1","tool":"bash","tool_name":"bash","command":"ls"}}`, "", ""},
+		{"verify context case variant argument kept", verifyOther, `{"context":{"agent_id":"ap_1","tool_name":"bash","Command":"ls"}}`, "", ""},
 		{"verify context duplicate", verify, `{"context":{"agent_id":"ap_1","command":"ls","command":"rm -rf /"}}`, ErrCodeDuplicateKey, "context.command"},
 		{"verify context case collision", verify, `{"context":{"agent_id":"ap_1","AGENT_ID":"ap_2"}}`, ErrCodeDuplicateKey, "context.agent_id"},
 		{"verify context case variant of a routing key", verify, `{"context":{"agent_id":"ap_1","Tool_Name":"bash"}}`, ErrCodeInvalidField, "context.Tool_Name"},
