@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -273,7 +274,12 @@ func TestDecisionLog(t *testing.T) {
 // TestGracefulShutdown cancels the server while a request is in flight: the request completes and
 // Serve returns without error; new connections are refused afterwards.
 func TestGracefulShutdown(t *testing.T) {
+	arrived := make(chan struct{}, 1)
 	ev := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
 		time.Sleep(400 * time.Millisecond)
 		_, _ = io.WriteString(w, `{"decision":"allow"}`)
 	}))
@@ -292,13 +298,41 @@ func TestGracefulShutdown(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx, ln) }()
 	url := "http://" + ln.Addr().String()
-	got := make(chan policy.Decision, 1)
+	// The request runs off the test goroutine, which must not call t.Fatal: a failed request is
+	// reported through the channel instead of leaving the test waiting for ever.
+	type result struct {
+		d   policy.Decision
+		err error
+	}
+	got := make(chan result, 1)
 	go func() {
-		got <- decide(t, url, map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "echo"}}, nil)
+		body, _ := json.Marshal(map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "echo"}})
+		resp, err := http.Post(url+"/v1/decide", "application/json", bytes.NewReader(body))
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var r result
+		if resp.StatusCode != http.StatusOK {
+			r.err = fmt.Errorf("POST /v1/decide = %d", resp.StatusCode)
+		} else {
+			r.err = json.NewDecoder(resp.Body).Decode(&r.d)
+		}
+		got <- r
 	}()
-	time.Sleep(150 * time.Millisecond) // the request is now waiting on the evaluator
+	// Cancel once the request is waiting on the evaluator (a fixed sleep is too short on a loaded machine).
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the evaluator")
+	}
 	cancel()
-	d := <-got
+	res := <-got
+	if res.err != nil {
+		t.Fatalf("in-flight request failed: %v", res.err)
+	}
+	d := res.d
 	if !d.Allow {
 		t.Errorf("in-flight request: %s %v", d.Decision, d.Reasons)
 	}
