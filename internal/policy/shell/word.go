@@ -409,15 +409,34 @@ func mergeLits(parts []syntax.WordPart) []syntax.WordPart {
 	if !adjacent {
 		return parts
 	}
+	// Each run of adjacent literals is joined once (pairwise concatenation would be quadratic in
+	// the run's length).
 	out := make([]syntax.WordPart, 0, len(parts))
-	for _, p := range parts {
-		if l, ok := p.(*syntax.Lit); ok && len(out) > 0 {
-			if prev, ok := out[len(out)-1].(*syntax.Lit); ok {
-				out[len(out)-1] = &syntax.Lit{Value: prev.Value + l.Value}
-				continue
-			}
+	for i := 0; i < len(parts); {
+		l, ok := parts[i].(*syntax.Lit)
+		if !ok {
+			out = append(out, parts[i])
+			i++
+			continue
 		}
-		out = append(out, p)
+		j := i + 1
+		for j < len(parts) {
+			if _, ok := parts[j].(*syntax.Lit); !ok {
+				break
+			}
+			j++
+		}
+		if j == i+1 {
+			out = append(out, l)
+			i = j
+			continue
+		}
+		var sb strings.Builder
+		for _, q := range parts[i:j] {
+			sb.WriteString(q.(*syntax.Lit).Value)
+		}
+		out = append(out, &syntax.Lit{ValuePos: l.ValuePos, ValueEnd: parts[j-1].(*syntax.Lit).ValueEnd, Value: sb.String()})
+		i = j
 	}
 	return out
 }
