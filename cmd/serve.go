@@ -189,7 +189,10 @@ func serveMetrics(ctx context.Context, ln net.Listener, srv *decider.Server, log
 		if err := hs.Shutdown(sctx); err != nil {
 			_ = hs.Close()
 		}
-		<-errc
+		// Wait for Serve to return: http.ErrServerClosed after Shutdown or Close, so nothing to report.
+		if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics listener stopped", "err", err)
+		}
 	}
 }
 

@@ -28,10 +28,10 @@ const (
 	serveTokNew    = "serve-test-token-new-0123456"
 )
 
-// decideAs POSTs body with an optional bearer token and returns the status and the decoded body.
-func decideAs(t *testing.T, base, token, body string) (int, map[string]any) {
+// decideAs POSTs lsRequest with an optional bearer token and returns the status and the decoded body.
+func decideAs(t *testing.T, base, token string) (int, map[string]any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, base+"/v1/decide", strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/decide", strings.NewReader(lsRequest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,16 +83,16 @@ func TestServeTokenFile(t *testing.T) {
 	if !strings.Contains(logs.String(), "bearer tokens from") {
 		t.Errorf("startup line does not say authentication is on:\n%s", logs.String())
 	}
-	if code, _ := decideAs(t, base, "", lsRequest); code != http.StatusUnauthorized {
+	if code, _ := decideAs(t, base, ""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", code)
 	}
-	if code, _ := decideAs(t, base, "not-a-listed-token-at-all", lsRequest); code != http.StatusUnauthorized {
+	if code, _ := decideAs(t, base, "not-a-listed-token-at-all"); code != http.StatusUnauthorized {
 		t.Errorf("unknown token: %d, want 401", code)
 	}
-	if code, d := decideAs(t, base, serveTokCoding, lsRequest); code != 200 || d["decision"] != "allow" {
+	if code, d := decideAs(t, base, serveTokCoding); code != 200 || d["decision"] != "allow" {
 		t.Errorf("listed subject: %d %v", code, d)
 	}
-	if code, d := decideAs(t, base, serveTokOther, lsRequest); code != 200 || firstCode(d) != "oap.subject_not_allowed" {
+	if code, d := decideAs(t, base, serveTokOther); code != 200 || firstCode(d) != "oap.subject_not_allowed" {
 		t.Errorf("subject not in the passport: %d %v", code, d)
 	}
 	// GET routes stay open (probes, scrapes).
@@ -137,7 +137,7 @@ func waitStatus(t *testing.T, base, token string, status int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		code, _ := decideAs(t, base, token, lsRequest)
+		code, _ := decideAs(t, base, token)
 		if code == status {
 			return
 		}
@@ -279,16 +279,16 @@ func TestServeTokenReview(t *testing.T) {
 	if !strings.Contains(logs.String(), "TokenReview") {
 		t.Errorf("startup line does not say authentication is on:\n%s", logs.String())
 	}
-	if code, d := decideAs(t, base, token("coding-agent", "tollgate"), lsRequest); code != 200 || d["decision"] != "allow" {
+	if code, d := decideAs(t, base, token("coding-agent", "tollgate")); code != 200 || d["decision"] != "allow" {
 		t.Errorf("coding-agent token: %d %v", code, d)
 	}
-	if code, d := decideAs(t, base, token("other-agent", "tollgate"), lsRequest); code != 200 || firstCode(d) != "oap.subject_not_allowed" {
+	if code, d := decideAs(t, base, token("other-agent", "tollgate")); code != 200 || firstCode(d) != "oap.subject_not_allowed" {
 		t.Errorf("other-agent token: %d %v", code, d)
 	}
-	if code, _ := decideAs(t, base, token("coding-agent", "https://kubernetes.default.svc"), lsRequest); code != http.StatusUnauthorized {
+	if code, _ := decideAs(t, base, token("coding-agent", "https://kubernetes.default.svc")); code != http.StatusUnauthorized {
 		t.Errorf("wrong audience: %d, want 401", code)
 	}
-	if code, _ := decideAs(t, base, "", lsRequest); code != http.StatusUnauthorized {
+	if code, _ := decideAs(t, base, ""); code != http.StatusUnauthorized {
 		t.Errorf("no token: %d, want 401", code)
 	}
 	if code := stop(); code != 0 {
