@@ -90,67 +90,7 @@ func TestDecisionLogLeaksNoArguments(t *testing.T) {
 			"tool_input": map[string]any{"command": "ls && rm -rf /"}},
 	}
 
-	t.Run("default", func(t *testing.T) {
-		recs, metrics, status, ds := logLines(t, false, reqs)
-		if ds[0].Decision != policy.DecisionModify || ds[0].Metadata == nil || len(ds[0].Metadata.DryRun) == 0 || len(ds[0].Metadata.Warnings) == 0 {
-			t.Fatalf("the Modify request should be modified with dry-run and warning results: %+v", ds[0])
-		}
-		if !strings.Contains(toJSON(t, ds[0].Metadata.DryRun), secret) {
-			t.Fatalf("test premise: the dry-run result carries the rewritten input: %s", toJSON(t, ds[0].Metadata))
-		}
-		for i, rec := range recs {
-			line := rec["_line"].(string)
-			if strings.Contains(line, secret) || strings.Contains(line, "hun") || strings.Contains(line, "ter2") {
-				t.Errorf("log line %d carries an argument value: %s", i, line)
-			}
-			for _, k := range []string{"tool_input", "modified_input"} {
-				if _, ok := rec[k]; ok {
-					t.Errorf("log line %d has %s: %s", i, k, line)
-				}
-			}
-		}
-		// The Modify decision names the fields it changed, for each policy that rewrote the call.
-		mod := recs[0]
-		if got := toJSON(t, mod["changed_fields"]); got != `["command"]` {
-			t.Errorf("changed_fields = %s", got)
-		}
-		if got := toJSON(t, mod["removed_fields"]); got != `["env"]` {
-			t.Errorf("removed_fields = %s", got)
-		}
-		for _, k := range []string{"dry_run", "warnings"} {
-			rs, _ := mod[k].([]any)
-			if len(rs) == 0 {
-				t.Fatalf("no %s in %s", k, mod["_line"])
-			}
-			r := rs[0].(map[string]any)
-			if r["decision"] != policy.DecisionModify || toJSON(t, r["changed_fields"]) != `["command"]` ||
-				toJSON(t, r["removed_fields"]) != `["env"]` || r["modified_input"] != nil {
-				t.Errorf("%s[0] = %s", k, toJSON(t, r))
-			}
-		}
-		// The deny that quoted a command word still says which check denied it.
-		for _, i := range []int{1, 2, 3} {
-			if firstCode(ds[i]) != policy.CodeCommandNotAllowed {
-				t.Fatalf("request %d: %v, want %s", i, ds[i].Reasons, policy.CodeCommandNotAllowed)
-			}
-			reasons := toJSON(t, recs[i]["reasons"])
-			if !strings.Contains(reasons, policy.CodeCommandNotAllowed) {
-				t.Errorf("log line %d reasons = %s", i, reasons)
-			}
-		}
-		if ds[5].Allow {
-			t.Errorf("rm -rf allowed: %v", ds[5].Reasons)
-		}
-		if len(ds[5].Reasons) > 0 && strings.Contains(ds[5].Reasons[0].Message, `"rm -rf"`) &&
-			!strings.Contains(toJSON(t, recs[5]["reasons"]), `\"rm -rf\"`) {
-			t.Errorf("the blocked pattern's quote was redacted: %s", toJSON(t, recs[5]["reasons"]))
-		}
-		for name, body := range map[string]string{"/metrics": metrics, "/v1/status": status} {
-			if strings.Contains(body, secret) || strings.Contains(body, "hun") {
-				t.Errorf("%s carries an argument value", name)
-			}
-		}
-	})
+	t.Run("default", func(t *testing.T) { checkDefaultLog(t, reqs) })
 
 	t.Run("opt-in", func(t *testing.T) {
 		recs, _, _, _ := logLines(t, true, reqs)
@@ -170,6 +110,75 @@ func TestDecisionLogLeaksNoArguments(t *testing.T) {
 			t.Errorf("opt-in: tool_input of the deny missing: %s", recs[4]["_line"])
 		}
 	})
+}
+
+// checkDefaultLog checks that the default decision log, /metrics and /v1/status carry no argument
+// value of reqs (the requests of TestDecisionLogLeaksNoArguments).
+func checkDefaultLog(t *testing.T, reqs []map[string]any) {
+	recs, metrics, status, ds := logLines(t, false, reqs)
+	if ds[0].Decision != policy.DecisionModify || ds[0].Metadata == nil || len(ds[0].Metadata.DryRun) == 0 || len(ds[0].Metadata.Warnings) == 0 {
+		t.Fatalf("the Modify request should be modified with dry-run and warning results: %+v", ds[0])
+	}
+	if !strings.Contains(toJSON(t, ds[0].Metadata.DryRun), secret) {
+		t.Fatalf("test premise: the dry-run result carries the rewritten input: %s", toJSON(t, ds[0].Metadata))
+	}
+	for i, rec := range recs {
+		line := rec["_line"].(string)
+		if strings.Contains(line, secret) || strings.Contains(line, "hun") || strings.Contains(line, "ter2") {
+			t.Errorf("log line %d carries an argument value: %s", i, line)
+		}
+		for _, k := range []string{"tool_input", "modified_input"} {
+			if _, ok := rec[k]; ok {
+				t.Errorf("log line %d has %s: %s", i, k, line)
+			}
+		}
+	}
+	checkModifyLogLine(t, recs[0])
+	// The deny that quoted a command word still says which check denied it.
+	for _, i := range []int{1, 2, 3} {
+		if firstCode(ds[i]) != policy.CodeCommandNotAllowed {
+			t.Fatalf("request %d: %v, want %s", i, ds[i].Reasons, policy.CodeCommandNotAllowed)
+		}
+		reasons := toJSON(t, recs[i]["reasons"])
+		if !strings.Contains(reasons, policy.CodeCommandNotAllowed) {
+			t.Errorf("log line %d reasons = %s", i, reasons)
+		}
+	}
+	if ds[5].Allow {
+		t.Errorf("rm -rf allowed: %v", ds[5].Reasons)
+	}
+	if len(ds[5].Reasons) > 0 && strings.Contains(ds[5].Reasons[0].Message, `"rm -rf"`) &&
+		!strings.Contains(toJSON(t, recs[5]["reasons"]), `\"rm -rf\"`) {
+		t.Errorf("the blocked pattern's quote was redacted: %s", toJSON(t, recs[5]["reasons"]))
+	}
+	for name, body := range map[string]string{"/metrics": metrics, "/v1/status": status} {
+		if strings.Contains(body, secret) || strings.Contains(body, "hun") {
+			t.Errorf("%s carries an argument value", name)
+		}
+	}
+}
+
+// checkModifyLogLine checks the log line of the Modify decision: it names the fields each policy that
+// rewrote the call changed, without the rewritten input.
+func checkModifyLogLine(t *testing.T, mod map[string]any) {
+	t.Helper()
+	if got := toJSON(t, mod["changed_fields"]); got != `["command"]` {
+		t.Errorf("changed_fields = %s", got)
+	}
+	if got := toJSON(t, mod["removed_fields"]); got != `["env"]` {
+		t.Errorf("removed_fields = %s", got)
+	}
+	for _, k := range []string{"dry_run", "warnings"} {
+		rs, _ := mod[k].([]any)
+		if len(rs) == 0 {
+			t.Fatalf("no %s in %s", k, mod["_line"])
+		}
+		r := rs[0].(map[string]any)
+		if r["decision"] != policy.DecisionModify || toJSON(t, r["changed_fields"]) != `["command"]` ||
+			toJSON(t, r["removed_fields"]) != `["env"]` || r["modified_input"] != nil {
+			t.Errorf("%s[0] = %s", k, toJSON(t, r))
+		}
+	}
 }
 
 func toJSON(t *testing.T, v any) string {

@@ -267,117 +267,142 @@ func (c *strictChecker) syntax(i int) bool {
 
 // scan checks the whole input. It returns false on a syntax error or when nesting is too deep.
 func (c *strictChecker) scan(shape *jsonShape) bool {
-	data := c.data
 	i := c.skipSpace(0)
 	pending := shape // shape of the next value
 	for {
 		// A value starts at i.
-		if i >= len(data) {
+		if i >= len(c.data) {
 			return c.syntax(i)
 		}
-		switch ch := data[i]; {
-		case ch == '{' || ch == '[':
-			if c.depth == maxJSONDepth {
-				path := ""
-				if c.tracking { // (the current keys are known)
-					path = c.path()
-				}
-				c.issue = strictIssue{kind: issueDepth, offset: i, path: path}
+		var ok bool
+		if ch := c.data[i]; ch == '{' || ch == '[' {
+			var ended bool
+			if i, pending, ended, ok = c.open(i, pending); !ok {
 				return false
 			}
-			f := &c.frames[c.depth]
-			*f = strictFrame{object: ch == '{', shape: pending, keysFrom: len(c.keys)}
-			c.depth++
-			i = c.skipSpace(i + 1)
-			if i < len(data) && (data[i] == '}' && f.object || data[i] == ']' && !f.object) {
-				c.depth--
-				i++
-				break // an empty container is a complete value
-			}
-			if f.object {
-				var ok bool
-				if i, pending, ok = c.key(i, f); !ok {
-					return false
-				}
+			if !ended {
 				continue
 			}
-			pending = nil
+		} else if i, ok = c.scalar(i); !ok {
+			return false
+		}
+		// A value ended before i: continue or close the enclosing containers.
+		var done bool
+		if i, pending, done, ok = c.afterValue(i); !ok || done {
+			return ok
+		}
+	}
+}
+
+// open enters the object or array starting at i, whose shape is shape. It returns the index of the
+// container's first value and that value's shape, or, for an empty container, the index after it
+// and ended set. It returns false on a syntax error or when nesting is too deep.
+func (c *strictChecker) open(i int, shape *jsonShape) (next int, pending *jsonShape, ended, ok bool) {
+	data := c.data
+	if c.depth == maxJSONDepth {
+		path := ""
+		if c.tracking { // (the current keys are known)
+			path = c.path()
+		}
+		c.issue = strictIssue{kind: issueDepth, offset: i, path: path}
+		return i, nil, false, false
+	}
+	f := &c.frames[c.depth]
+	*f = strictFrame{object: data[i] == '{', shape: shape, keysFrom: len(c.keys)}
+	c.depth++
+	i = c.skipSpace(i + 1)
+	if i < len(data) && (data[i] == '}' && f.object || data[i] == ']' && !f.object) {
+		c.depth--
+		return i + 1, nil, true, true // an empty container is a complete value
+	}
+	if f.object {
+		i, pending, ok = c.key(i, f)
+		return i, pending, false, ok
+	}
+	if f.shape != nil {
+		pending = f.shape.elem
+	}
+	return i, pending, false, true
+}
+
+// scalar skips the string, number or literal starting at i and returns the index after it. It
+// returns false on a syntax error.
+func (c *strictChecker) scalar(i int) (int, bool) {
+	data := c.data
+	switch ch := data[i]; {
+	case ch == '"':
+		end, ok := c.skipString(i + 1)
+		if !ok {
+			return end, c.syntax(end)
+		}
+		return end, true
+	case ch == '-' || '0' <= ch && ch <= '9':
+		end, ok := skipNumber(data, i)
+		if !ok {
+			return end, c.syntax(end)
+		}
+		return end, true
+	case ch == 't':
+		if !hasLiteral(data[i:], "true") {
+			return i, c.syntax(i)
+		}
+		return i + 4, true
+	case ch == 'f':
+		if !hasLiteral(data[i:], "false") {
+			return i, c.syntax(i)
+		}
+		return i + 5, true
+	case ch == 'n':
+		if !hasLiteral(data[i:], "null") {
+			return i, c.syntax(i)
+		}
+		return i + 4, true
+	default:
+		return i, c.syntax(i)
+	}
+}
+
+// afterValue reads what follows a value that ended before i: a comma (and, in an object, the next
+// key), or the ends of the enclosing containers. It returns the index of the next value and its
+// shape, or done once the input is complete. It returns false on a syntax error.
+func (c *strictChecker) afterValue(i int) (next int, pending *jsonShape, done, ok bool) {
+	data := c.data
+	for {
+		i = c.skipSpace(i)
+		if c.depth == 0 {
+			if i != len(data) {
+				return i, nil, false, c.syntax(i)
+			}
+			return i, nil, true, true
+		}
+		f := &c.frames[c.depth-1]
+		if i >= len(data) {
+			return i, nil, false, c.syntax(i)
+		}
+		ch := data[i]
+		if ch == ',' {
+			i = c.skipSpace(i + 1)
+			if f.object {
+				i, pending, ok = c.key(i, f)
+				return i, pending, false, ok
+			}
+			f.cur++
 			if f.shape != nil {
 				pending = f.shape.elem
 			}
-			continue
-		case ch == '"':
-			end, ok := c.skipString(i + 1)
-			if !ok {
-				return c.syntax(end)
-			}
-			i = end
-		case ch == '-' || '0' <= ch && ch <= '9':
-			end, ok := skipNumber(data, i)
-			if !ok {
-				return c.syntax(end)
-			}
-			i = end
-		case ch == 't':
-			if !hasLiteral(data[i:], "true") {
-				return c.syntax(i)
-			}
-			i += 4
-		case ch == 'f':
-			if !hasLiteral(data[i:], "false") {
-				return c.syntax(i)
-			}
-			i += 5
-		case ch == 'n':
-			if !hasLiteral(data[i:], "null") {
-				return c.syntax(i)
-			}
-			i += 4
-		default:
-			return c.syntax(i)
+			return i, pending, false, true // the next value starts at i
 		}
-		// A value ended before i: continue or close the enclosing containers.
-		for {
-			i = c.skipSpace(i)
-			if c.depth == 0 {
-				if i != len(data) {
-					return c.syntax(i)
-				}
-				return true
-			}
-			f := &c.frames[c.depth-1]
-			if i >= len(data) {
-				return c.syntax(i)
-			}
-			ch := data[i]
-			if ch == ',' {
-				i = c.skipSpace(i + 1)
-				if f.object {
-					var ok bool
-					if i, pending, ok = c.key(i, f); !ok {
-						return false
-					}
-				} else {
-					f.cur++
-					pending = nil
-					if f.shape != nil {
-						pending = f.shape.elem
-					}
-				}
-				break // the next value starts at i
-			}
-			if f.object && ch != '}' || !f.object && ch != ']' {
-				return c.syntax(i)
-			}
-			if f.object {
-				c.keys = c.keys[:f.keysFrom]
-				if f.folded != nil {
-					f.folded = nil
-				}
-			}
-			c.depth--
-			i++
+		if f.object && ch != '}' || !f.object && ch != ']' {
+			return i, nil, false, c.syntax(i)
 		}
+		if f.object {
+			c.keys = c.keys[:f.keysFrom]
+			if f.folded != nil {
+				f.folded = nil
+			}
+		}
+		c.depth--
+		i++
 	}
 }
 
@@ -567,7 +592,7 @@ func (c *strictChecker) path() string {
 			continue
 		}
 		b.WriteByte('[')
-		b.WriteString(strconv.Itoa(int(f.cur)))
+		b.WriteString(strconv.Itoa(f.cur))
 		b.WriteByte(']')
 	}
 	return b.String()

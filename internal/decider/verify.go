@@ -310,10 +310,14 @@ func mcpName(input map[string]any, key, what, policyID string) (string, *Request
 
 // shellWord quotes s as one shell word (the engine's argv quoting).
 func shellWord(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-	}) < 0 {
+	if s != "" && strings.IndexFunc(s, needsShellQuote) < 0 {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// needsShellQuote reports whether r is not safe unquoted in a shell word.
+func needsShellQuote(r rune) bool {
+	safe := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r)
+	return !safe
 }
