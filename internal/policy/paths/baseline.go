@@ -78,19 +78,22 @@ var sensitiveRead = []entry{
 	{"**/.env.production", "dotenv files hold application secrets"},
 }
 
+// whyLoginShell is the reason a login shell's startup file is sensitive to write.
+const whyLoginShell = "shell startup file: runs in every login shell"
+
 // sensitiveWrite is what an agent must not write besides sensitiveRead: the system, persistence
 // (code that runs later, as the user or as root) and the agent's own guard rails. Writing to a
 // harmless device (HarmlessDevicePatterns) is exempt.
 var sensitiveWrite = []entry{
 	{"~/.bashrc", "shell startup file: runs in every shell"},
-	{"~/.bash_profile", "shell startup file: runs in every login shell"},
-	{"~/.bash_login", "shell startup file: runs in every login shell"},
+	{"~/.bash_profile", whyLoginShell},
+	{"~/.bash_login", whyLoginShell},
 	{"~/.bash_logout", "shell file: runs at every logout"},
-	{"~/.profile", "shell startup file: runs in every login shell"},
+	{"~/.profile", whyLoginShell},
 	{"~/.zshrc", "shell startup file: runs in every shell"},
 	{"~/.zshenv", "shell startup file: runs in every shell"},
-	{"~/.zprofile", "shell startup file: runs in every login shell"},
-	{"~/.zlogin", "shell startup file: runs in every login shell"},
+	{"~/.zprofile", whyLoginShell},
+	{"~/.zlogin", whyLoginShell},
 	{"~/.zlogout", "shell file: runs at every logout"},
 	{"~/.config/fish/**", "shell startup files"},
 	{"~/.inputrc", "readline key bindings can run commands"},

@@ -156,10 +156,10 @@ func parse(p string, buf []string) (cpath, error) {
 	}
 	c := cpath{comps: buf[:0]}
 	rest := p
-	switch {
-	case p[0] == '/':
+	switch p[0] {
+	case '/':
 		c.kind, rest = kindAbs, p[1:]
-	case p[0] == '~':
+	case '~':
 		i := strings.IndexByte(p, '/')
 		if i < 0 {
 			i = len(p)
@@ -202,7 +202,7 @@ func parse(p string, buf []string) (cpath, error) {
 		case c.kind != kindAbs:
 		case len(c.comps) == 2 && isPrivateAlias(c.comps[0], c.comps[1]):
 			c.comps[0], c.comps = c.comps[1], c.comps[:1] // macOS: /private/etc is /etc
-		case len(c.comps) >= 3 && (c.comps[0] == "proc" || c.comps[0] == "dev"):
+		case len(c.comps) >= 3 && (c.comps[0] == compProc || c.comps[0] == compDev):
 			c, fdLink = c.magic()
 		}
 	}
@@ -245,14 +245,14 @@ func (c cpath) dotdot() cpath {
 		case a == "var" && b == "lock": // /var/lock → /run/lock
 			c.comps = append(c.comps[:0], "run")
 			return c
-		case a == "proc" && b == "thread-self": // → /proc/<pid>/task/<tid>
-			c.comps = append(c.comps[:1], "self", "task")
+		case a == compProc && b == "thread-self": // → /proc/<pid>/task/<tid>
+			c.comps = append(c.comps[:1], compSelf, "task")
 			return c
-		case a == "proc" && b == "net": // → /proc/self/net
-			c.comps[1] = "self"
+		case a == compProc && b == "net": // → /proc/self/net
+			c.comps[1] = compSelf
 			return c
-		case a == "dev" && b == "fd": // → /proc/self/fd
-			c.comps = append(c.comps[:0], "proc", "self")
+		case a == compDev && b == "fd": // → /proc/self/fd
+			c.comps = append(c.comps[:0], compProc, compSelf)
 			return c
 		}
 	}
@@ -260,29 +260,40 @@ func (c cpath) dotdot() cpath {
 	return c
 }
 
+// Components of the kernel's process and device trees that lead to links (magic).
+const (
+	compProc = "proc"
+	compDev  = "dev"
+	compSelf = "self"
+	compRoot = "root" // /proc/<pid>/root
+)
+
+// rootHome is the component of the superuser's home, /root.
+const rootHome = "root"
+
 // magic rewrites an absolute path that just entered one of /proc's links to directories; it reports
 // whether the path now names a file descriptor link (a directory only if more follows).
 func (c cpath) magic() (cpath, bool) {
 	s := c.comps
-	if len(s) < 3 || (s[0] != "proc" && s[0] != "dev") {
+	if len(s) < 3 || (s[0] != compProc && s[0] != compDev) {
 		return c, false
 	}
 	link := ""
 	switch {
-	case len(s) == 3 && s[0] == "proc":
+	case len(s) == 3 && s[0] == compProc:
 		link = s[2]
-	case len(s) == 5 && s[0] == "proc" && s[2] == "task":
+	case len(s) == 5 && s[0] == compProc && s[2] == "task":
 		link = s[4]
-	case len(s) == 4 && s[0] == "proc" && s[2] == "fd",
-		len(s) == 6 && s[0] == "proc" && s[2] == "task" && s[4] == "fd",
-		len(s) == 3 && s[0] == "dev" && s[1] == "fd":
+	case len(s) == 4 && s[0] == compProc && s[2] == "fd",
+		len(s) == 6 && s[0] == compProc && s[2] == "task" && s[4] == "fd",
+		len(s) == 3 && s[0] == compDev && s[1] == "fd":
 		return c, true
 	}
 	switch link {
-	case "root":
+	case compRoot:
 		c.comps = s[:0]
 	case "cwd":
-		if s[1] == "self" || s[1] == "thread-self" {
+		if s[1] == compSelf || s[1] == "thread-self" {
 			c.kind, c.comps = kindRel, s[:0]
 		} else {
 			c = c.unknown()

@@ -348,7 +348,7 @@ func matchChunk(c []elem, s string, fold bool) (int, bool) {
 		r, w := utf8.DecodeRuneInString(s[i:])
 		switch e.op {
 		case opLit:
-			if r != e.r && !(fold && foldEq(r, e.r)) {
+			if r != e.r && (!fold || !foldEq(r, e.r)) {
 				return 0, false
 			}
 		case opOne:
@@ -356,7 +356,7 @@ func matchChunk(c []elem, s string, fold bool) (int, bool) {
 				return 0, false
 			}
 		case opClass:
-			if !inSet(e.set, r) && !(fold && inSetFold(e.set, r)) {
+			if !inSet(e.set, r) && (!fold || !inSetFold(e.set, r)) {
 				return 0, false
 			}
 		}

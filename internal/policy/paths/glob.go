@@ -12,14 +12,14 @@ const globBudget = 1 << 18
 type GlobMode uint8
 
 const (
-	// GlobDynamic: a "*" may also stand for a dynamic part (a variable, a command substitution) and
+	// GlobDynamic means a "*" may also stand for a dynamic part (a variable, a command substitution) and
 	// then span '/'. Sound for any word; MatchGlob's mode.
 	GlobDynamic GlobMode = iota
-	// GlobShell: the word's glob characters are the shell's own: "*", "?" and "[...]" stay within a
+	// GlobShell means the word's glob characters are the shell's own: "*", "?" and "[...]" stay within a
 	// component (they may match a leading '.', as with dotglob); a whole "**" component spans
 	// components (globstar). Brace expansions and extended globs still span '/'.
 	GlobShell
-	// GlobShellNoDot: as GlobShell, and a wildcard never matches a component's leading '.' (bash
+	// GlobShellNoDot is as GlobShell, and a wildcard never matches a component's leading '.' (bash
 	// without dotglob, POSIX sh, zsh without GLOB_DOTS). Only for shells known to run so.
 	GlobShellNoDot
 )
@@ -56,32 +56,7 @@ func parseGlob(s string, mode GlobMode) (globPath, bool) {
 		return globPath{}, false
 	}
 	g := globPath{noDot: mode == GlobShellNoDot}
-	rest := s
-	switch {
-	case s[0] == '/':
-		g.kind, rest = kindAbs, s[1:]
-	case s[0] == '~':
-		i := strings.IndexByte(s, '/')
-		if i < 0 {
-			i = len(s)
-		}
-		switch name := s[1:i]; {
-		case strings.ContainsAny(name, "*?[\\("):
-			g.kind = kindRel // not a tilde prefix: the shell leaves it as it is
-		case strings.ContainsRune(name, '{'):
-			g.kind, g.base, rest = kindHome, "~?", s[i:] // brace expansion first: some user's home
-		default:
-			g.kind, g.base = tilde(s[:i])
-			rest = s[i:]
-		}
-	default:
-		if n := homeVarLen(s); n > 0 {
-			g.kind, g.base, rest = kindHome, "~", s[n:]
-		} else {
-			g.kind = kindRel
-		}
-	}
-	rest = rewriteShell(rest)
+	rest := rewriteShell(g.prefix(s))
 	fdLink := false
 	for len(rest) > 0 {
 		var comp string
@@ -90,28 +65,7 @@ func parseGlob(s string, mode GlobMode) (globPath, bool) {
 		} else {
 			comp, rest = rest, ""
 		}
-		var c gcomp
-		switch {
-		case !strings.ContainsAny(comp, "\\*?[\uFFFF"):
-			c.lit = comp
-		case comp == "**" && mode != GlobDynamic:
-			c = dynStar // globstar
-		default:
-			elems, meta, _ := parseElems(comp, true)
-			if !meta {
-				c.lit = literal(elems)
-				break
-			}
-			for i := range elems {
-				if elems[i].op == opStar && mode == GlobDynamic {
-					elems[i].op = opDyn
-				}
-				if elems[i].op == opDyn {
-					c.dyn = true
-				}
-			}
-			c.meta, c.g = true, newCGlob(elems)
-		}
+		c := parseGlobComp(comp, mode)
 		if !c.meta {
 			switch c.lit {
 			case "", ".":
@@ -152,6 +106,63 @@ func parseGlob(s string, mode GlobMode) (globPath, bool) {
 	return g, true
 }
 
+// prefix sets g's kind and base from the start of the glob s and returns the rest of s.
+func (g *globPath) prefix(s string) string {
+	rest := s
+	switch s[0] {
+	case '/':
+		g.kind, rest = kindAbs, s[1:]
+	case '~':
+		i := strings.IndexByte(s, '/')
+		if i < 0 {
+			i = len(s)
+		}
+		switch name := s[1:i]; {
+		case strings.ContainsAny(name, "*?[\\("):
+			g.kind = kindRel // not a tilde prefix: the shell leaves it as it is
+		case strings.ContainsRune(name, '{'):
+			g.kind, g.base, rest = kindHome, "~?", s[i:] // brace expansion first: some user's home
+		default:
+			g.kind, g.base = tilde(s[:i])
+			rest = s[i:]
+		}
+	default:
+		if n := homeVarLen(s); n > 0 {
+			g.kind, g.base, rest = kindHome, "~", s[n:]
+		} else {
+			g.kind = kindRel
+		}
+	}
+	return rest
+}
+
+// parseGlobComp parses one component of a glob (see parseGlob).
+func parseGlobComp(comp string, mode GlobMode) gcomp {
+	var c gcomp
+	switch {
+	case !strings.ContainsAny(comp, "\\*?[\uFFFF"):
+		c.lit = comp
+	case comp == "**" && mode != GlobDynamic:
+		c = dynStar // globstar
+	default:
+		elems, meta, _ := parseElems(comp, true)
+		if !meta {
+			c.lit = literal(elems)
+			break
+		}
+		for i := range elems {
+			if elems[i].op == opStar && mode == GlobDynamic {
+				elems[i].op = opDyn
+			}
+			if elems[i].op == opDyn {
+				c.dyn = true
+			}
+		}
+		c.meta, c.g = true, newCGlob(elems)
+	}
+	return c
+}
+
 // convert replaces everything so far by a dynamic star.
 func (g *globPath) convert() {
 	g.kind, g.base = kindRel, ""
@@ -172,9 +183,9 @@ var aliases = [...]struct {
 }{
 	{"var", "run", nil},
 	{"var", "lock", []string{"run"}},
-	{"proc", "thread-self", []string{"proc", "self", "task"}},
-	{"proc", "net", []string{"proc", "self"}},
-	{"dev", "fd", []string{"proc", "self"}},
+	{compProc, "thread-self", []string{compProc, compSelf, "task"}},
+	{compProc, "net", []string{compProc, compSelf}},
+	{compDev, "fd", []string{compProc, compSelf}},
 }
 
 func (g *globPath) dotdot() {
@@ -212,20 +223,20 @@ func (g *globPath) magic() bool {
 	s := g.comps
 	link := -1
 	switch {
-	case len(s) == 3 && couldBe(s[0], "proc"):
+	case len(s) == 3 && couldBe(s[0], compProc):
 		link = 2
-	case len(s) == 5 && couldBe(s[0], "proc") && couldBe(s[2], "task"):
+	case len(s) == 5 && couldBe(s[0], compProc) && couldBe(s[2], "task"):
 		link = 4
 	}
-	if link > 0 && (couldBe(s[link], "root") || couldBe(s[link], "cwd")) {
+	if link > 0 && (couldBe(s[link], compRoot) || couldBe(s[link], "cwd")) {
 		if s[0].meta || s[link].meta || (link == 4 && s[2].meta) {
 			g.convert()
 			return false
 		}
 		switch {
-		case s[link].lit == "root":
+		case s[link].lit == compRoot:
 			g.comps = s[:0]
-		case !s[1].meta && (s[1].lit == "self" || s[1].lit == "thread-self"):
+		case !s[1].meta && (s[1].lit == compSelf || s[1].lit == "thread-self"):
 			g.kind, g.comps = kindRel, s[:0]
 		default:
 			g.convert()
@@ -233,9 +244,9 @@ func (g *globPath) magic() bool {
 		return false
 	}
 	switch {
-	case len(s) == 4 && couldBe(s[0], "proc") && couldBe(s[2], "fd"),
-		len(s) == 6 && couldBe(s[0], "proc") && couldBe(s[2], "task") && couldBe(s[4], "fd"),
-		len(s) == 3 && couldBe(s[0], "dev") && couldBe(s[1], "fd"):
+	case len(s) == 4 && couldBe(s[0], compProc) && couldBe(s[2], "fd"),
+		len(s) == 6 && couldBe(s[0], compProc) && couldBe(s[2], "task") && couldBe(s[4], "fd"),
+		len(s) == 3 && couldBe(s[0], compDev) && couldBe(s[1], "fd"):
 		return true
 	}
 	return false
@@ -265,11 +276,41 @@ func rewriteShell(s string) string {
 	if !strings.ContainsAny(s, "{(") {
 		return s
 	}
+	closeAt, alt, escaped := shellGroups(s)
 	n := len(s)
-	closeAt := make([]int32, n)
-	alt := make([]bool, n)
+	var b []byte
+	last := 0
+	for i := 0; i < n; i++ {
+		if escaped[i] || closeAt[i] == 0 {
+			continue
+		}
+		switch {
+		case s[i] == '{' && alt[i]:
+			b = append(b, s[last:i]...)
+		case s[i] == '(' && i-1 >= last && strings.IndexByte("?*+@!", s[i-1]) >= 0 && !escaped[i-1]:
+			b = append(b, s[last:i-1]...)
+		default:
+			continue
+		}
+		b = append(b, string(dynRune)...)
+		i = int(closeAt[i])
+		last = i + 1
+	}
+	if b == nil {
+		return s
+	}
+	return string(append(b, s[last:]...))
+}
+
+// shellGroups finds the brace expansions and parenthesized groups of s: closeAt holds, at the index
+// of each opening '{' or '(', the index of its closing one (0 if unclosed); alt marks the braces that
+// hold alternatives or a range; escaped the characters after an unescaped backslash.
+func shellGroups(s string) (closeAt []int32, alt, escaped []bool) {
+	n := len(s)
+	closeAt = make([]int32, n)
+	alt = make([]bool, n)
 	var braces, parens []int
-	escaped := make([]bool, n)
+	escaped = make([]bool, n)
 	for i := 0; i < n; i++ {
 		if i > 0 && s[i-1] == '\\' && !escaped[i-1] {
 			escaped[i] = true
@@ -306,28 +347,7 @@ func rewriteShell(s string) string {
 			}
 		}
 	}
-	var b []byte
-	last := 0
-	for i := 0; i < n; i++ {
-		if escaped[i] || closeAt[i] == 0 {
-			continue
-		}
-		switch {
-		case s[i] == '{' && alt[i]:
-			b = append(b, s[last:i]...)
-		case s[i] == '(' && i-1 >= last && strings.IndexByte("?*+@!", s[i-1]) >= 0 && !escaped[i-1]:
-			b = append(b, s[last:i-1]...)
-		default:
-			continue
-		}
-		b = append(b, string(dynRune)...)
-		i = int(closeAt[i])
-		last = i + 1
-	}
-	if b == nil {
-		return s
-	}
-	return string(append(b, s[last:]...))
+	return closeAt, alt, escaped
 }
 
 // buildGlobNFA builds the automaton of the strings a glob may expand to. A component made only of

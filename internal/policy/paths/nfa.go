@@ -172,7 +172,7 @@ func buildPatternNFA(p *Pattern) *nfa {
 		// "~" or "~user", /root, /home/<user>
 		b.alt(
 			func() { b.lit('~'); b.loop(setNonSlash) },
-			func() { b.lit('/'); b.mark(); b.str("root") },
+			func() { b.lit('/'); b.mark(); b.str(rootHome) },
 			func() {
 				b.lit('/')
 				b.mark()

@@ -45,7 +45,7 @@ func (c *pcomp) match(name string, fold bool) bool {
 }
 
 var (
-	pcRoot  = pcomp{lit: "root"}
+	pcRoot  = pcomp{lit: rootHome}
 	pcHome  = pcomp{lit: "home"}
 	pcUsers = pcomp{lit: "Users"}
 	pcAny   = pcomp{g: newCGlob([]elem{{op: opStar}})}
@@ -100,10 +100,10 @@ func compilePattern(p string, file bool) (*Pattern, error) {
 	}
 	pat := &Pattern{raw: p}
 	rest := p
-	switch {
-	case p[0] == '/':
+	switch p[0] {
+	case '/':
 		pat.kind, rest = kindAbs, p[1:]
-	case p[0] == '~':
+	case '~':
 		if len(p) > 1 && p[1] != '/' {
 			return nil, errTildeUser
 		}
@@ -231,7 +231,7 @@ func tail(p []pcomp, nExpl int, rest []string) bool {
 // /Users/<user>.
 func homes(rest []string) [3]pseq {
 	return [3]pseq{
-		{pre: [2]string{"root"}, npre: 1, rest: rest},
+		{pre: [2]string{rootHome}, npre: 1, rest: rest},
 		{pre: [2]string{"home", anyName}, npre: 2, rest: rest},
 		{pre: [2]string{"Users", anyName}, npre: 2, rest: rest},
 	}
@@ -254,7 +254,7 @@ func lastDiffers(comps []string, last string, fold bool) bool {
 		return false
 	}
 	x := comps[len(comps)-1]
-	return x != last && !(fold && strings.EqualFold(x, last))
+	return x != last && (!fold || !strings.EqualFold(x, last))
 }
 
 // mayMatch reports whether the path could be one the pattern matches.

@@ -66,18 +66,18 @@ func (s *Set) index() {
 	s.candAbs = map[string][]int32{}
 	for k, l := range s.absBy {
 		lists := [][]int32{l, s.absOther, s.relAny}
-		if k == "root" || k == "home" || k == "users" {
+		if k == rootHome || k == "home" || k == "users" {
 			lists = append(lists, s.home)
 		}
 		s.candAbs[k] = merge(lists...)
 	}
-	for _, k := range []string{"root", "home", "users"} {
+	for _, k := range []string{rootHome, "home", "users"} {
 		if _, ok := s.candAbs[k]; !ok {
 			s.candAbs[k] = merge(s.home, s.absOther, s.relAny)
 		}
 	}
 	s.candAbsElse = merge(s.absOther, s.relAny)
-	s.candHome = merge(s.home, s.absBy["root"], s.absBy["home"], s.absBy["users"], s.absOther, s.relAny)
+	s.candHome = merge(s.home, s.absBy[rootHome], s.absBy["home"], s.absBy["users"], s.absOther, s.relAny)
 }
 
 // merge merges ascending lists.
