@@ -614,160 +614,209 @@ func (a *analyzer) sedCmd(idx int, args []Word) {
 // sedRunsCode reports whether a sed script may run a command (GNU sed's e
 // command and s///e flag). What it cannot parse counts as code.
 func sedRunsCode(s string) bool {
-	i := 0
-	skipTo := func(stop string) {
-		for i < len(s) && strings.IndexByte(stop, s[i]) < 0 {
-			i++
-		}
-	}
-	// delimited reads a regex or replacement ending at an unescaped d.
-	delimited := func(d byte) bool {
-		for i < len(s) {
-			switch s[i] {
-			case '\\':
-				i += 2
-				continue
-			case d:
-				i++
-				return true
-			case '\n':
-				if d != '\n' {
-					return false
-				}
-			}
-			i++
-		}
-		return false
-	}
-	address := func() bool {
-		if i >= len(s) {
-			return true
-		}
-		switch ch := s[i]; {
-		case ch >= '0' && ch <= '9':
-			for i < len(s) && (s[i] >= '0' && s[i] <= '9' || s[i] == '~') {
-				i++
-			}
-		case ch == '$':
-			i++
-		case ch == '/':
-			i++
-			if !delimited('/') {
-				return false
-			}
-			for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
-				i++
-			}
-		case ch == '\\':
-			if i+1 >= len(s) {
-				return false
-			}
-			d := s[i+1]
-			i += 2
-			if !delimited(d) {
-				return false
-			}
-			for i < len(s) && (s[i] == 'I' || s[i] == 'M') {
-				i++
-			}
-		case ch == '+' || ch == '~':
-			i++
-			for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-				i++
-			}
-		}
-		return true
-	}
-	for i < len(s) {
-		switch s[i] {
+	p := &sedScript{s: s}
+	for p.i < len(s) {
+		switch s[p.i] {
 		case ' ', '\t', '\n', ';', '\r':
-			i++
+			p.i++
 			continue
 		case '#':
-			skipTo("\n")
+			p.skipTo("\n")
 			continue
 		}
-		if !address() {
+		if !p.addresses() {
 			return true
 		}
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
-			i++
-		}
-		if i < len(s) && s[i] == ',' {
-			i++
-			if !address() {
-				return true
-			}
-		}
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '!') {
-			i++
-		}
-		if i >= len(s) {
+		if p.i >= len(s) {
 			return false
 		}
-		cmd := s[i]
-		i++
-		switch cmd {
-		case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
-		case 'e':
+		cmd := s[p.i]
+		p.i++
+		if p.command(cmd) {
 			return true
-		case 's':
-			if i >= len(s) {
-				return true
+		}
+	}
+	return false
+}
+
+// sedScript is a sed script read by sedRunsCode from s[i].
+type sedScript struct {
+	s string
+	i int
+}
+
+// skipTo advances to the next byte in stop (or the end).
+func (p *sedScript) skipTo(stop string) {
+	for p.i < len(p.s) && strings.IndexByte(stop, p.s[p.i]) < 0 {
+		p.i++
+	}
+}
+
+// skipWhile advances past the bytes for which keep holds.
+func (p *sedScript) skipWhile(keep func(byte) bool) {
+	for p.i < len(p.s) && keep(p.s[p.i]) {
+		p.i++
+	}
+}
+
+// delimited reads a regex or replacement ending at an unescaped d.
+func (p *sedScript) delimited(d byte) bool {
+	s := p.s
+	for p.i < len(s) {
+		switch s[p.i] {
+		case '\\':
+			p.i += 2
+			continue
+		case d:
+			p.i++
+			return true
+		case '\n':
+			if d != '\n' {
+				return false
 			}
-			d := s[i]
-			if d == '\n' || d == '\\' {
-				return true
+		}
+		p.i++
+	}
+	return false
+}
+
+// fields reads n consecutive fields ending at an unescaped d: the regex and
+// replacement of an s command, the source and destination characters of y.
+func (p *sedScript) fields(d byte, n int) bool {
+	for range n {
+		if !p.delimited(d) {
+			return false
+		}
+	}
+	return true
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
+
+func isRegexFlag(b byte) bool { return b == 'I' || b == 'M' }
+
+// address reads one address (a line number, $, /regex/ or \cregexc, or
+// GNU's +N and ~N); false if it cannot.
+func (p *sedScript) address() bool {
+	s := p.s
+	if p.i >= len(s) {
+		return true
+	}
+	switch ch := s[p.i]; {
+	case isDigit(ch):
+		p.skipWhile(func(b byte) bool { return isDigit(b) || b == '~' })
+	case ch == '$':
+		p.i++
+	case ch == '/':
+		p.i++
+		if !p.delimited('/') {
+			return false
+		}
+		p.skipWhile(isRegexFlag)
+	case ch == '\\':
+		if p.i+1 >= len(s) {
+			return false
+		}
+		d := s[p.i+1]
+		p.i += 2
+		if !p.delimited(d) {
+			return false
+		}
+		p.skipWhile(isRegexFlag)
+	case ch == '+' || ch == '~':
+		p.i++
+		p.skipWhile(isDigit)
+	}
+	return true
+}
+
+// addresses reads a command's addresses and the blanks and '!' before the
+// command; false if it cannot.
+func (p *sedScript) addresses() bool {
+	if !p.address() {
+		return false
+	}
+	p.skipWhile(func(b byte) bool { return b == ' ' || b == '\t' })
+	if p.i < len(p.s) && p.s[p.i] == ',' {
+		p.i++
+		if !p.address() {
+			return false
+		}
+	}
+	p.skipWhile(func(b byte) bool { return b == ' ' || b == '\t' || b == '!' })
+	return true
+}
+
+// command reads the rest of command cmd and reports whether it may run a
+// command or cannot be parsed.
+func (p *sedScript) command(cmd byte) bool {
+	s := p.s
+	switch cmd {
+	case '{', '}', '=', 'd', 'D', 'g', 'G', 'h', 'H', 'n', 'N', 'p', 'P', 'x', 'z', 'F':
+	case 'e':
+		return true
+	case 's':
+		if p.i >= len(s) {
+			return true
+		}
+		d := s[p.i]
+		if d == '\n' || d == '\\' {
+			return true
+		}
+		p.i++
+		if !p.fields(d, 2) { // the regex and the replacement
+			return true
+		}
+		return p.sFlags()
+	case 'y':
+		if p.i >= len(s) {
+			return true
+		}
+		d := s[p.i]
+		p.i++
+		if !p.fields(d, 2) { // the source and the destination characters
+			return true
+		}
+	case 'a', 'i', 'c':
+		// Text to the end of the line; a backslash continues it.
+		for p.i < len(s) && s[p.i] != '\n' {
+			if s[p.i] == '\\' {
+				p.i++
 			}
-			i++
-			if !delimited(d) || !delimited(d) {
-				return true
-			}
-			for i < len(s) {
-				f := s[i]
-				if f == ';' || f == '\n' || f == '}' || f == ' ' || f == '\t' || f == '#' {
-					break
-				}
-				switch {
-				case f == 'e':
-					return true
-				case f == 'w':
-					skipTo("\n")
-				case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || f >= '0' && f <= '9':
-					i++
-				default:
-					return true
-				}
-			}
-		case 'y':
-			if i >= len(s) {
-				return true
-			}
-			d := s[i]
-			i++
-			if !delimited(d) || !delimited(d) {
-				return true
-			}
-		case 'a', 'i', 'c':
-			// Text to the end of the line; a backslash continues it.
-			for i < len(s) && s[i] != '\n' {
-				if s[i] == '\\' {
-					i++
-				}
-				i++
-			}
-		case 'r', 'R', 'w', 'W':
-			skipTo("\n")
-		case ':':
-			skipTo("\n;")
-		case 'b', 't', 'T':
-			skipTo("\n;}")
-		case 'q', 'Q', 'l', 'L':
-			for i < len(s) && (s[i] == ' ' || s[i] >= '0' && s[i] <= '9') {
-				i++
-			}
-		case 'v':
-			skipTo("\n;}")
+			p.i++
+		}
+	case 'r', 'R', 'w', 'W':
+		p.skipTo("\n")
+	case ':':
+		p.skipTo("\n;")
+	case 'b', 't', 'T':
+		p.skipTo("\n;}")
+	case 'q', 'Q', 'l', 'L':
+		p.skipWhile(func(b byte) bool { return b == ' ' || isDigit(b) })
+	case 'v':
+		p.skipTo("\n;}")
+	default:
+		return true
+	}
+	return false
+}
+
+// sFlags reads an s command's flags and reports whether they may run a
+// command (e) or cannot be parsed.
+func (p *sedScript) sFlags() bool {
+	s := p.s
+	for p.i < len(s) {
+		f := s[p.i]
+		if f == ';' || f == '\n' || f == '}' || f == ' ' || f == '\t' || f == '#' {
+			break
+		}
+		switch {
+		case f == 'e':
+			return true
+		case f == 'w':
+			p.skipTo("\n")
+		case f == 'g' || f == 'p' || f == 'i' || f == 'I' || f == 'm' || f == 'M' || isDigit(f):
+			p.i++
 		default:
 			return true
 		}
