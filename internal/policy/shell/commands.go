@@ -117,13 +117,13 @@ func progKindOf(name string) progKind {
 
 // command creates a Command from expanded words, reports it, and analyses
 // what it runs. hook runs right after the command is added.
-func (a *analyzer) command(c ctx, words []Word, hook func(int)) int {
+func (a *analyzer) command(c ctx, words []Word, hook func(int)) {
 	if a.err != nil {
-		return -1
+		return
 	}
 	if len(a.out.Commands) >= a.lim.MaxCommands {
 		a.limitErr("more than %d commands", a.lim.MaxCommands)
-		return -1
+		return
 	}
 	prog := words[0]
 	idx := len(a.out.Commands)
@@ -160,20 +160,19 @@ func (a *analyzer) command(c ctx, words []Word, hook func(int)) int {
 	if !a.out.Commands[idx].Dynamic {
 		a.dispatch(c, idx, name, kind, args)
 	}
-	return idx
 }
 
 // wrapped reports the command a wrapper runs.
-func (a *analyzer) wrapped(c ctx, idx int, words []Word, via string, stdin stdinSrc) int {
+func (a *analyzer) wrapped(c ctx, idx int, words []Word, via string, stdin stdinSrc) {
 	if len(words) == 0 || a.err != nil {
-		return -1
+		return
 	}
 	nc := a.childCtx(c, idx)
 	if via != "" {
 		nc.via = via
 	}
 	nc.stdin = stdin
-	return a.command(nc, words, nil)
+	a.command(nc, words, nil)
 }
 
 // wrapperFlags recomputes a wrapper's Flags from its own options only: the
@@ -807,7 +806,7 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 			rest = a.assignPrefix(c, idx, rest, si == 0)
 			if name == "env" && si == 0 {
 				if s, ok := r.val("S", "split-string"); ok {
-					a.envSplit(c, idx, spec, s, rest)
+					a.envSplit(c, idx, s, rest)
 					return
 				}
 			}
@@ -925,7 +924,7 @@ func (a *analyzer) assignPrefix(c ctx, idx int, words []Word, record bool) []Wor
 		}
 		if record {
 			vw := litWord(v)
-			a.recordAssign(c, n, vw, idx)
+			a.recordAssign(n, vw, idx)
 			a.envString(c, n, vw, idx)
 		}
 		i++
@@ -949,7 +948,7 @@ func validName(s string) bool {
 
 // envSplit handles env -S STRING: the string is split into words that
 // continue env's command line.
-func (a *analyzer) envSplit(c ctx, idx int, spec *wrapSpec, s Word, rest []Word) {
+func (a *analyzer) envSplit(c ctx, idx int, s Word, rest []Word) {
 	if s.Dynamic {
 		a.setCode(idx, CodeDynamic)
 		return

@@ -31,7 +31,7 @@ func fuzzSeeds() []string {
 }
 
 // checkScript verifies invariants every result must hold.
-func checkScript(t *testing.T, src string, s *Script, lim Limits) {
+func checkScript(t *testing.T, s *Script, lim Limits) {
 	t.Helper()
 	lim = lim.withDefaults()
 	if len(s.Commands) > lim.MaxCommands {
@@ -112,7 +112,7 @@ func FuzzShell(f *testing.F) {
 		if d := time.Since(start); d > 200*time.Millisecond {
 			// Measure again: a shared machine may have stalled us.
 			start = time.Now()
-			analyze(src, lim)
+			_, _ = analyze(src, lim)
 			if d2 := time.Since(start); d2 > 200*time.Millisecond {
 				t.Fatalf("Analyze took %v (then %v) on %d bytes", d, d2, len(src))
 			}
@@ -126,7 +126,7 @@ func FuzzShell(f *testing.F) {
 			}
 			return
 		}
-		checkScript(t, src, s, lim)
+		checkScript(t, s, lim)
 		for _, p := range fuzzPatterns {
 			if i, ok := p.Match(s); ok && (i < 0 || i >= len(s.Commands)) {
 				t.Fatalf("match index %d out of range", i)
@@ -221,7 +221,7 @@ func TestNoPanicOddInputs(t *testing.T) {
 			t.Errorf("%.40q: took %v", src, d)
 		}
 		if err == nil {
-			checkScript(t, src, s, Limits{})
+			checkScript(t, s, Limits{})
 		}
 	}
 }

@@ -78,16 +78,9 @@ func (s *optSpec) longKind(name string) (string, optKind) {
 	return name, optUnknown
 }
 
-// scan parses options at the start of args. Unknown options are taken to
-// have no value, and the positions where the operands would start if they
-// had one are returned in alts.
-func (s *optSpec) scan(args []Word) optScan {
-	var r optScan
-	s.scanInto(args, &r)
-	return r
-}
-
-// scanInto is scan into a caller's optScan.
+// scanInto parses options at the start of args into r. Unknown options are
+// taken to have no value, and the positions where the operands would start if
+// they had one are recorded in r.alts.
 func (s *optSpec) scanInto(args []Word, r *optScan) {
 	start, alts := s.scanFrom(args, 0, r)
 	r.start = start

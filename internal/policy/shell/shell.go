@@ -153,16 +153,16 @@ type Redirect struct {
 type CodeKind int
 
 const (
-	// CodeNone: no hidden code.
+	// CodeNone means no hidden code.
 	CodeNone CodeKind = iota
-	// CodeInline: an interpreter given a program text on the command line
+	// CodeInline marks an interpreter given a program text on the command line
 	// (python -c, node -e, perl -e, awk programs calling system(), sed's e
 	// command, ...).
 	CodeInline
-	// CodePiped: an interpreter or shell reading its program from stdin or
+	// CodePiped marks an interpreter or shell reading its program from stdin or
 	// from a process substitution (curl x | sh, python -, sh < file).
 	CodePiped
-	// CodeDynamic: sh -c / eval / su -c / ... whose string is not statically
+	// CodeDynamic marks sh -c / eval / su -c / ... whose string is not statically
 	// known, or an interpreter whose options are not.
 	CodeDynamic
 )

@@ -600,7 +600,7 @@ func (a *analyzer) decl(c ctx, x *syntax.DeclClause) {
 		}
 		if hasEq {
 			c.env.set(name, val, true)
-			a.recordAssign(c, name, Word{Value: val, Pattern: escapePattern(val)}, -1)
+			a.recordAssign(name, Word{Value: val, Pattern: escapePattern(val)}, -1)
 		} else if variant != "export" && variant != "readonly" {
 			c.env.unknown(name)
 		}
@@ -620,7 +620,7 @@ func (a *analyzer) decl(c ctx, x *syntax.DeclClause) {
 		} else {
 			w, known := a.assignValue(c, as)
 			c.env.set(name, w.Value, known)
-			a.recordAssign(c, name, w, -1)
+			a.recordAssign(name, w, -1)
 			a.envString(c, name, w, -1)
 		}
 		if sticky {
@@ -668,7 +668,8 @@ func (a *analyzer) assignValue(c ctx, as *syntax.Assign) (Word, bool) {
 	return w, known
 }
 
-func (a *analyzer) recordAssign(c ctx, name string, w Word, cmd int) {
+// recordAssign reports an assignment of w to name (by command cmd, or -1).
+func (a *analyzer) recordAssign(name string, w Word, cmd int) {
 	a.out.Assignments = append(a.out.Assignments, Assignment{Name: name, Value: w, Cmd: cmd})
 }
 
@@ -782,7 +783,7 @@ func (a *analyzer) redirects(c ctx, rs []*syntax.Redirect) (out []Redirect, in s
 	out = a.redirsN(len(rs))
 	for _, r := range rs {
 		if a.err != nil {
-			return
+			return out, in, hasIn
 		}
 		op := r.Op.String()
 		rd := Redirect{Op: op, FD: 1}
@@ -928,7 +929,7 @@ func (a *analyzer) call(c, in ctx, ce *syntax.CallExpr) {
 		// Assignments to shell variables (and redirections only).
 		for _, p := range assigns {
 			c.env.set(p.name, p.w.Value, p.known)
-			a.recordAssign(c, p.name, p.w, -1)
+			a.recordAssign(p.name, p.w, -1)
 			a.envString(c, p.name, p.w, -1)
 		}
 		return
@@ -947,7 +948,7 @@ func (a *analyzer) call(c, in ctx, ce *syntax.CallExpr) {
 	}
 	a.command(in, words, func(idx int) {
 		for _, p := range assigns {
-			a.recordAssign(c, p.name, p.w, idx)
+			a.recordAssign(p.name, p.w, idx)
 			a.envString(in, p.name, p.w, idx)
 		}
 	})
