@@ -22,26 +22,26 @@ var interps = map[string]*interpSpec{
 	"pypy":      pythonSpec,
 	"ipython":   pythonSpec,
 	"jython":    pythonSpec,
-	"node":      {code: "ep", codeLong: []string{"eval", "print"}, opts: optSpec{shortVal: "rC", longVal: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file", "redirect-warnings", "openssl-config", "icu-data-dir", "diagnostic-dir", "report-dir", "disable-warning"}}},
-	"nodejs":    {code: "ep", codeLong: []string{"eval", "print"}, opts: optSpec{shortVal: "rC", longVal: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", "env-file"}}},
-	"bun":       {code: "ep", codeLong: []string{"eval", "print"}, noStdin: true},
+	"node":      {code: "ep", codeLong: []string{wEval, "print"}, opts: optSpec{shortVal: "rC", longVal: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", wEnvFile, "redirect-warnings", "openssl-config", "icu-data-dir", "diagnostic-dir", "report-dir", "disable-warning"}}},
+	"nodejs":    {code: "ep", codeLong: []string{wEval, "print"}, opts: optSpec{shortVal: "rC", longVal: []string{"require", "import", "loader", "experimental-loader", "conditions", "input-type", "title", wEnvFile}}},
+	"bun":       {code: "ep", codeLong: []string{wEval, "print"}, noStdin: true},
 	"perl":      {code: "eE", digits: "0lCD", opts: optSpec{shortVal: "MmI", shortOpt: "idFxV"}},
 	"ruby":      {code: "e", digits: "0WT", opts: optSpec{shortVal: "rICE", shortOpt: "xF", longVal: []string{"encoding", "external-encoding", "internal-encoding"}}},
-	"php":       {code: "rBRE", codeLong: []string{"run", "process-begin", "process-code", "process-end"}, fileOpt: "fF", opts: optSpec{shortVal: "cdztS", longVal: []string{"php-ini", "define", "zend-extension", "docroot", "file", "process-file"}}},
+	"php":       {code: "rBRE", codeLong: []string{wRun, "process-begin", "process-code", "process-end"}, fileOpt: "fF", opts: optSpec{shortVal: "cdztS", longVal: []string{"php-ini", "define", "zend-extension", "docroot", wFile, "process-file"}}},
 	"lua":       {code: "e", opts: optSpec{shortVal: "l"}},
 	"luajit":    {code: "e", stop: "b", opts: optSpec{shortVal: "lj", shortOpt: "O"}},
 	"rscript":   {code: "e", noStdin: true},
-	"r":         {code: "e", fileOpt: "f", opts: optSpec{longVal: []string{"file", "args", "encoding"}}},
+	"r":         {code: "e", fileOpt: "f", opts: optSpec{longVal: []string{wFile, "args", "encoding"}}},
 	"osascript": {code: "e", opts: optSpec{shortVal: "ls"}},
 	"expect":    {code: "c", fileOpt: "f", opts: optSpec{shortVal: "D"}},
 	"tclsh":     {},
 	"wish":      {},
 	"irb":       {opts: optSpec{shortVal: "rI"}},
-	"julia":     {code: "eE", codeLong: []string{"eval", "print"}, opts: optSpec{shortVal: "CJLOpt", longVal: []string{"project", "sysimage", "threads", "procs", "load", "machine-file", "optimize"}}},
-	"elixir":    {code: "e", codeLong: []string{"eval", "rpc-eval"}, opts: optSpec{shortVal: "rS", longVal: []string{"require", "erl", "name", "sname", "cookie", "pa", "pz"}}},
-	"racket":    {code: "e", codeLong: []string{"eval"}, opts: optSpec{shortVal: "fltrpk"}},
+	"julia":     {code: "eE", codeLong: []string{wEval, "print"}, opts: optSpec{shortVal: "CJLOpt", longVal: []string{"project", "sysimage", "threads", "procs", "load", "machine-file", "optimize"}}},
+	"elixir":    {code: "e", codeLong: []string{wEval, "rpc-eval"}, opts: optSpec{shortVal: "rS", longVal: []string{"require", "erl", "name", "sname", "cookie", "pa", "pz"}}},
+	"racket":    {code: "e", codeLong: []string{wEval}, opts: optSpec{shortVal: "fltrpk"}},
 	"guile":     {code: "ce", opts: optSpec{shortVal: "sLlx"}},
-	"sbcl":      {codeLong: []string{"eval"}, opts: optSpec{longVal: []string{"load", "script", "core", "dynamic-space-size", "control-stack-size"}}},
+	"sbcl":      {codeLong: []string{wEval}, opts: optSpec{longVal: []string{"load", "script", "core", "dynamic-space-size", "control-stack-size"}}},
 	"ghc":       {code: "e", noStdin: true},
 	"jshell":    {},
 }
@@ -59,7 +59,7 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 		a.awkCmd(idx, args)
 	case "sed", "gsed":
 		a.sedCmd(idx, args)
-	case "pwsh", "powershell", "pwsh-preview":
+	case "pwsh", wPowershell, "pwsh-preview":
 		a.pwshCmd(c, idx, name, args)
 	case "deno":
 		a.denoCmd(c, idx, args)
@@ -77,7 +77,7 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 		}
 	case "man":
 		a.optStrings(c, idx, args, "PH", []string{"pager", "html"}, "man")
-	case "git":
+	case wGit:
 		a.gitCmd(c, idx, args)
 	case "vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic":
 		for _, w := range args {
@@ -90,7 +90,7 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 	case "gdb":
 		for _, w := range args {
 			switch strings.TrimLeft(strings.SplitN(w.Value, "=", 2)[0], "-") {
-			case "ex", "eval-command", "iex", "init-eval-command", "x", "command", "ix", "init-command":
+			case "ex", "eval-command", "iex", "init-eval-command", "x", wCommand, "ix", "init-command":
 				a.setCode(idx, CodeInline)
 			}
 		}
@@ -134,7 +134,7 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 	case "hyperfine":
 		// Every operand is a command run through a shell, as are the
 		// values of --prepare, --setup, --cleanup, --conclude.
-		a.optStrings(c, idx, args, "ps", []string{"prepare", "setup", "cleanup", "conclude", "shell"}, "hyperfine")
+		a.optStrings(c, idx, args, "ps", []string{"prepare", "setup", "cleanup", "conclude", wShell}, "hyperfine")
 		for i := 0; i < len(args); i++ {
 			w := args[i]
 			v := w.Value
@@ -161,9 +161,9 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 			a.shellString(c, idx, args[len(args)-1], "watchexec", nil)
 		}
 	case "nodemon":
-		a.optStrings(c, idx, args, "x", []string{"exec"}, "nodemon")
+		a.optStrings(c, idx, args, "x", []string{wExec}, "nodemon")
 	case "nix-shell":
-		a.optStrings(c, idx, args, "", []string{"run", "command"}, "nix-shell")
+		a.optStrings(c, idx, args, "", []string{wRun, wCommand}, "nix-shell")
 	case "screen":
 		a.screenCmd(c, idx, args)
 	case "psql":
@@ -323,9 +323,9 @@ func (a *analyzer) pwshCmd(c ctx, idx int, name string, args []Word) {
 			return
 		}
 		v := w.Value
-		isOpt := strings.HasPrefix(v, "-") || (name == "powershell" && strings.HasPrefix(v, "/") && len(v) > 1 && !strings.Contains(v[1:], "/"))
+		isOpt := strings.HasPrefix(v, "-") || (name == wPowershell && strings.HasPrefix(v, "/") && len(v) > 1 && !strings.Contains(v[1:], "/"))
 		if !isOpt || v == "-" {
-			if name == "powershell" {
+			if name == wPowershell {
 				a.setCode(idx, CodeInline)
 			} else {
 				a.fileCode(c, idx, name, w, false)
@@ -337,7 +337,7 @@ func (a *analyzer) pwshCmd(c ctx, idx int, name string, args []Word) {
 			continue
 		}
 		switch {
-		case strings.HasPrefix("command", o) || o == "cwa" || strings.HasPrefix("commandwithargs", o):
+		case strings.HasPrefix(wCommand, o) || o == "cwa" || strings.HasPrefix("commandwithargs", o):
 			if i+1 < len(args) && args[i+1].Value == "-" {
 				a.stdinCode(c, idx, name, false)
 			} else {
@@ -347,13 +347,13 @@ func (a *analyzer) pwshCmd(c ctx, idx int, name string, args []Word) {
 		case o == "e" || o == "ec" || (len(o) >= 2 && strings.HasPrefix("encodedcommand", o)):
 			a.setCode(idx, CodeInline)
 			return
-		case strings.HasPrefix("file", o):
+		case strings.HasPrefix(wFile, o):
 			if i+1 < len(args) {
 				a.fileCode(c, idx, name, args[i+1], false)
 			}
 			return
 		case strings.HasPrefix("executionpolicy", o) || o == "ep" || strings.HasPrefix("windowstyle", o) ||
-			strings.HasPrefix("version", o) || strings.HasPrefix("inputformat", o) || strings.HasPrefix("outputformat", o) ||
+			strings.HasPrefix(wVersion, o) || strings.HasPrefix("inputformat", o) || strings.HasPrefix("outputformat", o) ||
 			o == "of" || o == "if" || strings.HasPrefix("configurationname", o) || strings.HasPrefix("workingdirectory", o) ||
 			o == "wd" || strings.HasPrefix("settingsfile", o) || strings.HasPrefix("custompipename", o):
 			i++
@@ -377,10 +377,10 @@ func (a *analyzer) denoCmd(c ctx, idx int, args []Word) {
 			if sub < 0 {
 				sub = i
 				switch w.Value {
-				case "eval":
+				case wEval:
 					a.setCode(idx, CodeInline)
 					return
-				case "run", "serve", "test", "bench", "compile", "install", "x":
+				case wRun, "serve", "test", "bench", "compile", "install", "x":
 					continue
 				}
 			}
@@ -473,8 +473,8 @@ func gitCommandKey(k string) bool {
 
 var awkSpec = optSpec{
 	shortVal: "FvfeEliW", shortOpt: "opdDL", permute: false,
-	longVal: []string{"field-separator", "assign", "file", "source", "exec", "include", "load"},
-	longOpt: []string{"dump-variables", "debug", "profile", "pretty-print", "lint"},
+	longVal: []string{"field-separator", "assign", wFile, wSource, wExec, "include", "load"},
+	longOpt: []string{"dump-variables", wDebug, "profile", "pretty-print", "lint"},
 }
 
 // awkCmd sets Code when an awk program can run commands: system(), pipes to
@@ -486,9 +486,9 @@ func (a *analyzer) awkCmd(idx int, args []Word) {
 	var progs []Word
 	for _, e := range r.events {
 		switch e.name {
-		case "f", "file", "E", "exec", "i", "include":
+		case "f", wFile, "E", wExec, "i", "include":
 			fromFile = true
-		case "e", "source":
+		case "e", wSource:
 			if e.hasVal {
 				progs = append(progs, e.val)
 			}
@@ -569,9 +569,9 @@ func awkRunsCode(p string) bool {
 
 var sedSpec = optSpec{
 	shortVal: "efl", shortOpt: "i", shortNone: "nrEsuz", permute: true,
-	longVal:  []string{"expression", "file", "line-length"},
+	longVal:  []string{"expression", wFile, "line-length"},
 	longOpt:  []string{"in-place"},
-	longNone: []string{"quiet", "silent", "debug", "posix", "sandbox", "follow-symlinks", "regexp-extended", "separate", "unbuffered", "null-data", "binary", "help", "version"},
+	longNone: []string{wQuiet, "silent", wDebug, "posix", "sandbox", "follow-symlinks", "regexp-extended", "separate", "unbuffered", "null-data", "binary", wHelp, wVersion},
 }
 
 // sedCmd sets Code when a sed script uses the e command or the s///e flag.
@@ -589,7 +589,7 @@ func (a *analyzer) sedCmd(idx int, args []Word) {
 			if e.hasVal {
 				scripts = append(scripts, e.val)
 			}
-		case "f", "file":
+		case "f", wFile:
 			fromFile = true
 		}
 	}
@@ -944,7 +944,7 @@ func (a *analyzer) tmuxCmd(c ctx, idx int, args []Word) {
 			a.setCode(idx, CodeInline)
 			return
 		case "new-session", "new", "new-window", "neww", "split-window", "splitw", "respawn-pane", "respawnp",
-			"respawn-window", "respawnw", "run-shell", "run", "if-shell", "if", "display-popup", "popup":
+			"respawn-window", "respawnw", "run-shell", wRun, "if-shell", "if", "display-popup", "popup":
 			// Options (some with values) then the command's words.
 			vals := tmuxValueOpts[v]
 			rest := args[i+1:]
@@ -983,7 +983,7 @@ var tmuxValueOpts = map[string]string{
 	"new-window": "cefFnt", "neww": "cefFnt",
 	"split-window": "celFpt", "splitw": "celFpt",
 	"respawn-pane": "cet", "respawnp": "cet", "respawn-window": "cet", "respawnw": "cet",
-	"run-shell": "cdt", "run": "cdt", "if-shell": "t", "if": "t",
+	"run-shell": "cdt", wRun: "cdt", "if-shell": "t", "if": "t",
 	"display-popup": "bcdehsStTwxy", "popup": "bcdehsStTwxy",
 }
 

@@ -88,10 +88,10 @@ var progKinds = func() map[string]progKind {
 
 // specialNames are handled by name in dispatch or programCode.
 var specialNames = []string{
-	"eval", "source", ".", "alias", "trap", "read", "mapfile", "readarray", "getopts", "unset", "wait",
-	"printf", "export", "readonly", "declare", "typeset", "local", "set", "shift", "at", "batch", "find",
+	wEval, wSource, ".", "alias", "trap", "read", "mapfile", "readarray", "getopts", "unset", wWait,
+	wPrintf, wExport, wReadonly, wDeclare, "typeset", wLocal, "set", "shift", "at", "batch", "find",
 	"gfind", "bfs", "crontab", "awk", "gawk", "mawk", "nawk", "original-awk", "goawk", "sed", "gsed", "pwsh",
-	"powershell", "pwsh-preview", "deno", "tar", "gtar", "bsdtar", "rsync", "zip", "man", "git", "vim", "vi",
+	wPowershell, "pwsh-preview", "deno", "tar", "gtar", "bsdtar", "rsync", "zip", "man", wGit, "vim", "vi",
 	"nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic", "gdb", "make", "gmake",
 	"scp", "sftp", "psql", "mysql", "mariadb", "sqlite3", "sqlite", "nc", "ncat", "netcat", "nc.traditional",
 	"nc.openbsd", "socat", "tmux", "screen", "hyperfine", "watchexec", "nodemon", "nix-shell",
@@ -327,7 +327,7 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 	}
 	if kind&kindSubWrapper != 0 {
 		a.subWrapperCmd(c, idx, name, subWrappers[name], args)
-		if name != "git" && name != "docker" && name != "podman" && name != "kubectl" {
+		if name != wGit && name != "docker" && name != "podman" && name != wKubectl {
 			return
 		}
 	}
@@ -341,11 +341,11 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 		}
 	}
 	switch name {
-	case "eval":
+	case wEval:
 		if len(args) > 0 {
-			a.sameShellString(c, idx, joinWords(args), "eval")
+			a.sameShellString(c, idx, joinWords(args), wEval)
 		}
-	case "source", ".":
+	case wSource, ".":
 		c.env.poisoned = true
 		if len(args) > 0 {
 			a.fileCode(c, idx, name, args[0], true)
@@ -374,7 +374,7 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 				a.sameShellString(c, idx, act, "trap")
 			}
 		}
-	case "read", "mapfile", "readarray", "getopts", "unset", "wait", "printf", "export", "readonly", "declare", "typeset", "local":
+	case "read", "mapfile", "readarray", "getopts", "unset", wWait, wPrintf, wExport, wReadonly, wDeclare, "typeset", wLocal:
 		a.varBuiltin(c, name, args)
 	case "set":
 		for _, w := range args {
@@ -409,22 +409,22 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 func (a *analyzer) varBuiltin(c ctx, name string, args []Word) {
 	for i, w := range args {
 		if w.Dynamic {
-			if name == "declare" || name == "typeset" || name == "local" {
+			if name == wDeclare || name == "typeset" || name == wLocal {
 				c.env.poisoned = true
 			}
 			continue
 		}
 		v := w.Value
 		if strings.HasPrefix(v, "-") {
-			if name == "printf" && v != "-v" {
+			if name == wPrintf && v != "-v" {
 				return // printf assigns only with -v
 			}
-			if strings.ContainsRune(v, 'n') && (name == "declare" || name == "typeset" || name == "local") {
+			if strings.ContainsRune(v, 'n') && (name == wDeclare || name == "typeset" || name == wLocal) {
 				c.env.poisoned = true
 			}
 			continue
 		}
-		if name == "printf" && (i == 0 || args[i-1].Value != "-v") {
+		if name == wPrintf && (i == 0 || args[i-1].Value != "-v") {
 			continue
 		}
 		n, val, hasEq := strings.Cut(v, "=")
@@ -432,11 +432,11 @@ func (a *analyzer) varBuiltin(c ctx, name string, args []Word) {
 		if j := strings.IndexByte(n, '['); j >= 0 {
 			n = n[:j]
 		}
-		if hasEq && (name == "export" || name == "readonly" || name == "declare" || name == "typeset" || name == "local") {
+		if hasEq && (name == wExport || name == wReadonly || name == wDeclare || name == "typeset" || name == wLocal) {
 			c.env.set(n, val, true)
 			continue
 		}
-		if name == "export" || name == "readonly" {
+		if name == wExport || name == wReadonly {
 			continue
 		}
 		c.env.unknown(n)
@@ -469,7 +469,7 @@ loop:
 		case strings.HasPrefix(v, "--"):
 			opt, val, hasEq := strings.Cut(v[2:], "=")
 			switch opt {
-			case "command", "init-command": // fish
+			case wCommand, "init-command": // fish
 				if hasEq {
 					w := litWord(val)
 					cmdStr = &w
@@ -478,7 +478,7 @@ loop:
 					w := args[i]
 					cmdStr = &w
 				}
-				if opt == "command" {
+				if opt == wCommand {
 					cflag = true
 					if cmdStr != nil {
 						a.shellString(c, idx, *cmdStr, name+" -c", nil)
@@ -552,65 +552,65 @@ type wrapSpec struct {
 var wrappers = map[string]*wrapSpec{
 	"sudo": {opts: optSpec{
 		shortVal: "aCcDgpRrTtUu", shortOpt: "h", shortNone: "ABbEeHiKklNnPSsVv",
-		longVal:  []string{"close-from", "login-class", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
-		longNone: []string{"askpass", "background", "bell", "edit", "help", "login", "list", "non-interactive", "preserve-groups", "remove-timestamp", "reset-timestamp", "set-home", "shell", "stdin", "validate", "version"},
+		longVal:  []string{"close-from", "login-class", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", wUser},
+		longNone: []string{"askpass", "background", "bell", "edit", wHelp, "login", "list", "non-interactive", "preserve-groups", "remove-timestamp", "reset-timestamp", "set-home", wShell, "stdin", "validate", wVersion},
 		longOpt:  []string{"preserve-env"},
 	}},
 	"doas":     {opts: optSpec{shortVal: "uC", shortNone: "nsL"}},
-	"pkexec":   {opts: optSpec{longVal: []string{"user"}, longNone: []string{"disable-internal-agent", "help", "version", "keep-cwd"}}},
-	"env":      {opts: optSpec{shortVal: "uCSPa", shortNone: "i0v", dashIsOpt: true, longVal: []string{"unset", "chdir", "split-string", "argv0"}, longNone: []string{"ignore-environment", "null", "debug", "help", "version", "list-signal-handling"}, longOpt: []string{"default-signal", "ignore-signal", "block-signal"}}},
-	"command":  {opts: optSpec{shortNone: "pvV"}},
+	"pkexec":   {opts: optSpec{longVal: []string{wUser}, longNone: []string{"disable-internal-agent", wHelp, wVersion, "keep-cwd"}}},
+	wEnv:       {opts: optSpec{shortVal: "uCSPa", shortNone: "i0v", dashIsOpt: true, longVal: []string{"unset", "chdir", "split-string", "argv0"}, longNone: []string{"ignore-environment", "null", wDebug, wHelp, wVersion, "list-signal-handling"}, longOpt: []string{"default-signal", "ignore-signal", "block-signal"}}},
+	wCommand:   {opts: optSpec{shortNone: "pvV"}},
 	"builtin":  {},
-	"exec":     {opts: optSpec{shortVal: "a", shortNone: "cl"}},
+	wExec:      {opts: optSpec{shortVal: "a", shortNone: "cl"}},
 	"nohup":    {},
-	"time":     {opts: optSpec{shortVal: "fo", shortNone: "apqv", longVal: []string{"format", "output"}, longNone: []string{"append", "portability", "verbose", "quiet", "help", "version"}}},
-	"timeout":  {kind: wrapSkip1, opts: optSpec{shortVal: "sk", shortNone: "fpv", longVal: []string{"signal", "kill-after"}, longNone: []string{"foreground", "preserve-status", "verbose", "help", "version"}}},
-	"nice":     {opts: optSpec{shortVal: "n", numeric: true, longVal: []string{"adjustment"}, longNone: []string{"help", "version"}}},
-	"ionice":   {opts: optSpec{shortVal: "cnpPu", shortNone: "th", longVal: []string{"class", "classdata", "pid", "pgid", "uid"}, longNone: []string{"ignore", "help", "version"}}},
-	"stdbuf":   {opts: optSpec{shortVal: "ioe", longVal: []string{"input", "output", "error"}, longNone: []string{"help", "version"}}},
-	"setsid":   {opts: optSpec{shortNone: "cfw", longNone: []string{"ctty", "fork", "wait", "help", "version"}}},
+	wTime:      {opts: optSpec{shortVal: "fo", shortNone: "apqv", longVal: []string{"format", "output"}, longNone: []string{"append", "portability", wVerbose, wQuiet, wHelp, wVersion}}},
+	"timeout":  {kind: wrapSkip1, opts: optSpec{shortVal: "sk", shortNone: "fpv", longVal: []string{"signal", "kill-after"}, longNone: []string{"foreground", "preserve-status", wVerbose, wHelp, wVersion}}},
+	"nice":     {opts: optSpec{shortVal: "n", numeric: true, longVal: []string{"adjustment"}, longNone: []string{wHelp, wVersion}}},
+	"ionice":   {opts: optSpec{shortVal: "cnpPu", shortNone: "th", longVal: []string{"class", "classdata", wPid, "pgid", "uid"}, longNone: []string{"ignore", wHelp, wVersion}}},
+	"stdbuf":   {opts: optSpec{shortVal: "ioe", longVal: []string{"input", "output", "error"}, longNone: []string{wHelp, wVersion}}},
+	"setsid":   {opts: optSpec{shortNone: "cfw", longNone: []string{"ctty", "fork", wWait, wHelp, wVersion}}},
 	"unbuffer": {opts: optSpec{shortNone: "p"}},
-	"chroot":   {kind: wrapSkip1, shellIfNone: true, opts: optSpec{longVal: []string{"userspec", "groups"}, longNone: []string{"skip-chdir", "help", "version"}}},
-	"flock":    {kind: wrapSkip1, opts: optSpec{shortVal: "wE", shortNone: "sexnouFhV", longVal: []string{"timeout", "wait", "conflict-exit-code"}, longNone: []string{"shared", "exclusive", "nonblock", "nb", "close", "unlock", "no-fork", "verbose", "help", "version"}}},
+	"chroot":   {kind: wrapSkip1, shellIfNone: true, opts: optSpec{longVal: []string{"userspec", "groups"}, longNone: []string{"skip-chdir", wHelp, wVersion}}},
+	"flock":    {kind: wrapSkip1, opts: optSpec{shortVal: "wE", shortNone: "sexnouFhV", longVal: []string{"timeout", wWait, "conflict-exit-code"}, longNone: []string{"shared", "exclusive", "nonblock", "nb", "close", "unlock", "no-fork", wVerbose, wHelp, wVersion}}},
 	"xargs": {opts: optSpec{
 		shortVal: "aEdILnPs", shortOpt: "eil", shortNone: "0oprtx",
 		longVal:  []string{"arg-file", "delimiter", "max-args", "max-procs", "max-chars", "process-slot-var"},
 		longOpt:  []string{"eof", "replace", "max-lines"},
-		longNone: []string{"null", "interactive", "no-run-if-empty", "verbose", "exit", "open-tty", "show-limits", "help", "version"},
+		longNone: []string{"null", wInteractive, "no-run-if-empty", wVerbose, "exit", "open-tty", "show-limits", wHelp, wVersion},
 	}},
 	"watch": {kind: wrapShellCmd, opts: optSpec{
 		shortVal: "nq", shortOpt: "d", shortNone: "bceghprtwxC",
 		longVal:  []string{"interval", "equexit"},
 		longOpt:  []string{"differences"},
-		longNone: []string{"beep", "color", "no-color", "errexit", "chgexit", "exec", "precise", "no-title", "no-wrap", "no-linewrap", "no-rerun", "help", "version"},
+		longNone: []string{"beep", "color", "no-color", "errexit", "chgexit", wExec, "precise", "no-title", "no-wrap", "no-linewrap", "no-rerun", wHelp, wVersion},
 	}},
 	"su": {shellIfNone: true, opts: optSpec{
 		shortVal: "cCgGsw", shortNone: "lmpPfhV", dashIsOpt: true, permute: true,
-		longVal:  []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment"},
-		longNone: []string{"login", "preserve-environment", "pty", "fast", "help", "version"},
+		longVal:  []string{wCommand, "session-command", "group", "supp-group", wShell, "whitelist-environment"},
+		longNone: []string{"login", "preserve-environment", "pty", "fast", wHelp, wVersion},
 	}},
 	"runuser": {shellIfNone: true, opts: optSpec{
 		shortVal: "cCgGswu", shortNone: "lmpPfhV", dashIsOpt: true, permute: true,
-		longVal:  []string{"command", "session-command", "group", "supp-group", "shell", "whitelist-environment", "user"},
-		longNone: []string{"login", "preserve-environment", "pty", "fast", "help", "version"},
+		longVal:  []string{wCommand, "session-command", "group", "supp-group", wShell, "whitelist-environment", wUser},
+		longNone: []string{"login", "preserve-environment", "pty", "fast", wHelp, wVersion},
 	}},
 	"ssh": {opts: optSpec{shortVal: "BbcDEeFIiJLlmOopQRSWw", shortNone: "46AaCfGgKkMNnqsTtVvXxYy"}},
 	"script": {shellIfNone: true, opts: optSpec{
 		shortVal: "cEIOBTmo", shortOpt: "t", shortNone: "aefqhVF", permute: true,
-		longVal:  []string{"command", "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
+		longVal:  []string{wCommand, "echo", "log-in", "log-out", "log-io", "log-timing", "logging-format", "output-limit"},
 		longOpt:  []string{"timing"},
-		longNone: []string{"append", "return", "flush", "force", "quiet", "help", "version"},
+		longNone: []string{"append", "return", "flush", wForce, wQuiet, wHelp, wVersion},
 	}},
 	"busybox":          {},
 	"parallel":         {kind: wrapShellCmd},
 	"sg":               {kind: wrapShellCmd},
-	"chrt":             {opts: optSpec{shortVal: "TPD", shortNone: "abdefiomrRpvh", longNone: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "pid", "verbose", "max", "help", "version"}, longVal: []string{"sched-runtime", "sched-period", "sched-deadline"}}},
-	"taskset":          {kind: wrapSkip1, opts: optSpec{shortNone: "acpVh", longNone: []string{"all-tasks", "cpu-list", "pid", "help", "version"}}},
-	"unshare":          {shellIfNone: true, opts: optSpec{shortVal: "SGRwl", shortOpt: "muinpUCT", shortNone: "frch", longVal: []string{"setgroups", "map-user", "map-group", "map-users", "map-groups", "propagation", "root", "wd", "setuid", "setgid", "load-interp"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "mount-proc", "kill-child", "monotonic", "boottime", "map-auto", "map-subids"}, longNone: []string{"fork", "map-root-user", "map-current-user", "keep-caps", "help", "version"}}},
-	"nsenter":          {shellIfNone: true, opts: optSpec{shortVal: "tSG", shortOpt: "mutinpUCTrw", shortNone: "aFZ", longVal: []string{"target", "setuid", "setgid"}, longOpt: []string{"mount", "uts", "ipc", "net", "pid", "user", "cgroup", "time", "root", "wd", "env"}, longNone: []string{"all", "preserve-credentials", "no-fork", "follow-context", "help", "version"}}},
+	"chrt":             {opts: optSpec{shortVal: "TPD", shortNone: "abdefiomrRpvh", longNone: []string{"all-tasks", "batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", wPid, wVerbose, "max", wHelp, wVersion}, longVal: []string{"sched-runtime", "sched-period", "sched-deadline"}}},
+	"taskset":          {kind: wrapSkip1, opts: optSpec{shortNone: "acpVh", longNone: []string{"all-tasks", "cpu-list", wPid, wHelp, wVersion}}},
+	"unshare":          {shellIfNone: true, opts: optSpec{shortVal: "SGRwl", shortOpt: "muinpUCT", shortNone: "frch", longVal: []string{"setgroups", "map-user", "map-group", "map-users", "map-groups", "propagation", "root", "wd", "setuid", "setgid", "load-interp"}, longOpt: []string{"mount", "uts", "ipc", "net", wPid, wUser, "cgroup", wTime, "mount-proc", "kill-child", "monotonic", "boottime", "map-auto", "map-subids"}, longNone: []string{"fork", "map-root-user", "map-current-user", "keep-caps", wHelp, wVersion}}},
+	"nsenter":          {shellIfNone: true, opts: optSpec{shortVal: "tSG", shortOpt: "mutinpUCTrw", shortNone: "aFZ", longVal: []string{"target", "setuid", "setgid"}, longOpt: []string{"mount", "uts", "ipc", "net", wPid, wUser, "cgroup", wTime, "root", "wd", wEnv}, longNone: []string{"all", "preserve-credentials", "no-fork", "follow-context", wHelp, wVersion}}},
 	"strace":           {opts: optSpec{shortVal: "abeEIoOpPsSuUX", shortNone: "cCdDfFhiknqrtTvVwxyYz"}},
 	"ltrace":           {opts: optSpec{shortVal: "aAeEfFlLnopsSuwxX", shortNone: "bcCdhiKrStTV"}},
-	"fakeroot":         {opts: optSpec{shortVal: "sil", shortNone: "uhv", longVal: []string{"lib", "faked"}, longNone: []string{"unknown-is-real", "help", "version"}}},
+	"fakeroot":         {opts: optSpec{shortVal: "sil", shortNone: "uhv", longVal: []string{"lib", "faked"}, longNone: []string{"unknown-is-real", wHelp, wVersion}}},
 	"firejail":         {},
 	"bwrap":            {opts: optSpec{multiVal: true}},
 	"torsocks":         {opts: optSpec{shortVal: "uapP", shortNone: "idqhV6"}},
@@ -618,7 +618,7 @@ var wrappers = map[string]*wrapSpec{
 	"proxychains4":     {opts: optSpec{shortVal: "f", shortNone: "q"}},
 	"sshpass":          {opts: optSpec{shortVal: "pfdP", shortNone: "ehvV"}},
 	"caffeinate":       {opts: optSpec{shortVal: "tw", shortNone: "dimsu"}},
-	"xvfb-run":         {opts: optSpec{shortVal: "fnlpsew", shortNone: "ah", longVal: []string{"auth-file", "server-num", "error-file", "xauth-protocol", "server-args", "wait"}, longNone: []string{"auto-servernum", "listen-tcp", "help"}}},
+	"xvfb-run":         {opts: optSpec{shortVal: "fnlpsew", shortNone: "ah", longVal: []string{"auth-file", "server-num", "error-file", "xauth-protocol", "server-args", wWait}, longNone: []string{"auto-servernum", "listen-tcp", wHelp}}},
 	"rlwrap":           {opts: optSpec{shortVal: "aAbCDeEfFgHlMoOpPqsSwz", shortNone: "cihmnrRtUvW"}},
 	"gosu":             {kind: wrapSkip1},
 	"su-exec":          {kind: wrapSkip1},
@@ -626,24 +626,24 @@ var wrappers = map[string]*wrapSpec{
 	"systemd-run":      {opts: optSpec{shortVal: "pEMHu", shortNone: "qrtPGSdh", longVal: []string{"unit", "property", "description", "slice", "uid", "gid", "nice", "working-directory", "setenv", "host", "machine", "on-active", "on-boot", "on-startup", "on-unit-active", "on-unit-inactive", "on-calendar", "timer-property", "path-property", "socket-property", "service-type"}}},
 	"catchsegv":        {},
 	"numactl":          {opts: optSpec{shortVal: "iPpCNmw", shortNone: "alsHtSbv", longOpt: []string{"all", "interleave", "preferred", "physcpubind", "cpunodebind", "membind", "localalloc", "show", "hardware"}}},
-	"prlimit":          {opts: optSpec{shortVal: "po", shortNone: "hvV", longOpt: []string{"core", "data", "fsize", "memlock", "rss", "nofile", "stack", "cpu", "nproc", "as", "locks", "sigpending", "msgqueue", "nice", "rtprio", "rttime"}, longVal: []string{"pid", "output"}, longNone: []string{"noheadings", "raw", "verbose", "help", "version"}}},
+	"prlimit":          {opts: optSpec{shortVal: "po", shortNone: "hvV", longOpt: []string{"core", "data", "fsize", "memlock", "rss", "nofile", "stack", "cpu", "nproc", "as", "locks", "sigpending", "msgqueue", "nice", "rtprio", "rttime"}, longVal: []string{wPid, "output"}, longNone: []string{"noheadings", "raw", wVerbose, wHelp, wVersion}}},
 	"cgexec":           {opts: optSpec{shortVal: "g", longNone: []string{"sticky"}}},
-	"runcon":           {opts: optSpec{shortVal: "turl", shortNone: "c", longVal: []string{"type", "user", "role", "range"}, longNone: []string{"compute", "help", "version"}}},
-	"systemd-inhibit":  {opts: optSpec{longVal: []string{"what", "who", "why", "mode"}, longNone: []string{"list", "help", "version", "no-pager", "no-legend"}}},
+	"runcon":           {opts: optSpec{shortVal: "turl", shortNone: "c", longVal: []string{"type", wUser, "role", "range"}, longNone: []string{"compute", wHelp, wVersion}}},
+	"systemd-inhibit":  {opts: optSpec{longVal: []string{"what", "who", "why", "mode"}, longNone: []string{"list", wHelp, wVersion, "no-pager", "no-legend"}}},
 	"flatpak-spawn":    {opts: optSpec{longNone: []string{"host", "watch-bus", "expose-pids", "share-pids", "clear-env", "latest-version", "no-network", "sandbox"}}},
 	"dbus-run-session": {opts: optSpec{longOpt: []string{"config-file", "dbus-daemon"}}},
 	"tini":             {opts: optSpec{shortVal: "pe", shortNone: "svwglh"}},
-	"dumb-init":        {opts: optSpec{shortVal: "r", shortNone: "cvVh", longVal: []string{"rewrite"}, longNone: []string{"single-child", "verbose", "version", "help"}}},
+	"dumb-init":        {opts: optSpec{shortVal: "r", shortNone: "cvVh", longVal: []string{"rewrite"}, longNone: []string{"single-child", wVerbose, wVersion, wHelp}}},
 	"catatonit":        {opts: optSpec{shortNone: "gpLPhV"}},
 	"entr":             {opts: optSpec{shortNone: "acdnprsz"}},
 	"chpst":            {opts: optSpec{shortVal: "uUbenlLmdofcrt", shortNone: "vP012"}},
 	"run-one":          {},
 	"daemonize":        {opts: optSpec{shortVal: "acepuolE", shortNone: "v"}},
 	"s6-setuidgid":     {kind: wrapSkip1},
-	"npx":              {opts: optSpec{shortVal: "pc", shortNone: "yq", longVal: []string{"package", "call", "shell", "node-options", "cache"}, longNone: []string{"yes", "no", "quiet", "ignore-existing", "no-install"}}},
+	"npx":              {opts: optSpec{shortVal: "pc", shortNone: "yq", longVal: []string{wPackage, "call", wShell, "node-options", "cache"}, longNone: []string{"yes", "no", wQuiet, "ignore-existing", "no-install"}}},
 	"bunx":             {},
 	"pnpx":             {},
-	"dotenv":           {opts: optSpec{shortVal: "ecv", shortNone: "po", longNone: []string{"debug", "override"}}},
+	"dotenv":           {opts: optSpec{shortVal: "ecv", shortNone: "po", longNone: []string{wDebug, "override"}}},
 	"envchain":         {kind: wrapSkip1},
 	"nocorrect":        {},
 	"noglob":           {},
@@ -662,30 +662,30 @@ type subWrap struct {
 }
 
 var subWrappers = map[string]*subWrap{
-	"poetry":     {subs: []string{"run"}},
-	"pipenv":     {subs: []string{"run"}},
-	"uv":         {subs: []string{"run"}, opts: optSpec{longVal: []string{"with", "python", "project", "directory", "env-file", "group", "extra", "package", "index", "index-url"}, shortVal: "p"}},
-	"pdm":        {subs: []string{"run"}},
-	"hatch":      {subs: []string{"run"}},
-	"rye":        {subs: []string{"run"}},
-	"conda":      {subs: []string{"run"}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
-	"mamba":      {subs: []string{"run"}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
-	"micromamba": {subs: []string{"run"}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
-	"bundle":     {subs: []string{"exec"}},
-	"npm":        {subs: []string{"exec", "x"}, opts: optSpec{shortVal: "cw", longVal: []string{"package", "call", "workspace"}}},
-	"pnpm":       {subs: []string{"exec", "dlx"}, opts: optSpec{shortVal: "cC", longVal: []string{"package", "filter", "dir"}}},
-	"yarn":       {subs: []string{"exec", "dlx"}, opts: optSpec{shortVal: "p", longVal: []string{"package"}}},
-	"direnv":     {subs: []string{"exec"}, skip: 1},
-	"aws-vault":  {subs: []string{"exec"}, skip: 1, opts: optSpec{shortVal: "dt", longVal: []string{"duration", "mfa-token", "region", "server"}}},
-	"op":         {subs: []string{"run"}, opts: optSpec{longVal: []string{"env-file", "account"}}},
-	"doppler":    {subs: []string{"run"}, opts: optSpec{shortVal: "pc", longVal: []string{"project", "config", "command", "token"}}},
-	"infisical":  {subs: []string{"run"}, opts: optSpec{longVal: []string{"env", "projectId", "path", "token", "command"}}},
-	"chamber":    {subs: []string{"exec"}, skip: 1},
-	"nix":        {subs: []string{"develop", "shell"}, opts: optSpec{longVal: []string{"command"}}},
-	"docker":     {subs: []string{"exec"}, skip: 1, via: "docker exec", opts: optSpec{shortVal: "euw", shortNone: "dit", longVal: []string{"env", "env-file", "user", "workdir", "detach-keys"}, longNone: []string{"detach", "interactive", "tty", "privileged"}}},
-	"podman":     {subs: []string{"exec"}, skip: 1, via: "podman exec", opts: optSpec{shortVal: "euw", shortNone: "dit", longVal: []string{"env", "env-file", "user", "workdir", "detach-keys", "preserve-fds"}, longNone: []string{"detach", "interactive", "tty", "privileged", "latest"}}},
-	"kubectl":    {subs: []string{"exec", "debug", "run"}, dashes: true, via: "kubectl"},
-	"oc":         {subs: []string{"exec", "rsh", "debug"}, dashes: true, via: "oc"},
+	"poetry":     {subs: []string{wRun}},
+	"pipenv":     {subs: []string{wRun}},
+	"uv":         {subs: []string{wRun}, opts: optSpec{longVal: []string{"with", "python", "project", "directory", wEnvFile, "group", "extra", wPackage, "index", "index-url"}, shortVal: "p"}},
+	"pdm":        {subs: []string{wRun}},
+	"hatch":      {subs: []string{wRun}},
+	"rye":        {subs: []string{wRun}},
+	"conda":      {subs: []string{wRun}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
+	"mamba":      {subs: []string{wRun}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
+	"micromamba": {subs: []string{wRun}, opts: optSpec{shortVal: "np", longVal: []string{"name", "prefix", "cwd"}}},
+	"bundle":     {subs: []string{wExec}},
+	"npm":        {subs: []string{wExec, "x"}, opts: optSpec{shortVal: "cw", longVal: []string{wPackage, "call", "workspace"}}},
+	"pnpm":       {subs: []string{wExec, "dlx"}, opts: optSpec{shortVal: "cC", longVal: []string{wPackage, "filter", "dir"}}},
+	"yarn":       {subs: []string{wExec, "dlx"}, opts: optSpec{shortVal: "p", longVal: []string{wPackage}}},
+	"direnv":     {subs: []string{wExec}, skip: 1},
+	"aws-vault":  {subs: []string{wExec}, skip: 1, opts: optSpec{shortVal: "dt", longVal: []string{"duration", "mfa-token", "region", "server"}}},
+	"op":         {subs: []string{wRun}, opts: optSpec{longVal: []string{wEnvFile, "account"}}},
+	"doppler":    {subs: []string{wRun}, opts: optSpec{shortVal: "pc", longVal: []string{"project", "config", wCommand, "token"}}},
+	"infisical":  {subs: []string{wRun}, opts: optSpec{longVal: []string{wEnv, "projectId", "path", "token", wCommand}}},
+	"chamber":    {subs: []string{wExec}, skip: 1},
+	"nix":        {subs: []string{"develop", wShell}, opts: optSpec{longVal: []string{wCommand}}},
+	"docker":     {subs: []string{wExec}, skip: 1, via: "docker exec", opts: optSpec{shortVal: "euw", shortNone: "dit", longVal: []string{wEnv, wEnvFile, wUser, "workdir", "detach-keys"}, longNone: []string{"detach", wInteractive, "tty", "privileged"}}},
+	"podman":     {subs: []string{wExec}, skip: 1, via: "podman exec", opts: optSpec{shortVal: "euw", shortNone: "dit", longVal: []string{wEnv, wEnvFile, wUser, "workdir", "detach-keys", "preserve-fds"}, longNone: []string{"detach", wInteractive, "tty", "privileged", "latest"}}},
+	wKubectl:     {subs: []string{wExec, wDebug, wRun}, dashes: true, via: wKubectl},
+	"oc":         {subs: []string{wExec, "rsh", wDebug}, dashes: true, via: "oc"},
 }
 
 // subWrapperCmd handles programs whose subcommand runs a command.
@@ -720,7 +720,7 @@ func (a *analyzer) subWrapperCmd(c ctx, idx int, name string, sw *subWrap, args 
 				return
 			}
 		}
-		if name == "kubectl" || name == "oc" {
+		if name == wKubectl || name == "oc" {
 			return // no "--": no command (kubectl run IMAGE, interactive shells)
 		}
 	}
@@ -798,13 +798,13 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 		rest := args[start:]
 		via := ""
 		switch name {
-		case "command":
+		case wCommand:
 			if r.has("v", "V") {
 				return // command -v only looks the name up
 			}
-		case "env", "sudo":
+		case wEnv, "sudo":
 			rest = a.assignPrefix(c, idx, rest, si == 0)
-			if name == "env" && si == 0 {
+			if name == wEnv && si == 0 {
 				if s, ok := r.val("S", "split-string"); ok {
 					a.envSplit(c, idx, s, rest)
 					return
@@ -814,7 +814,7 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 				if r.has("e", "edit", "v", "validate", "k", "K", "remove-timestamp", "reset-timestamp") && len(rest) == 0 {
 					return
 				}
-				if r.has("s", "i", "shell", "login") {
+				if r.has("s", "i", wShell, "login") {
 					if len(rest) == 0 {
 						a.stdinCode(c, idx, name, true)
 					} else {
@@ -832,7 +832,7 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 				a.stdinCode(c, idx, name, true)
 				return
 			}
-		case "time":
+		case wTime:
 			if f, ok := r.val("o", "output"); ok && si == 0 {
 				a.addCmdRedirect(idx, Redirect{Op: "-o", FD: -1, Target: f, Write: true})
 			}
@@ -844,25 +844,25 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 				continue
 			}
 		case "watch":
-			if r.has("x", "exec") {
+			if r.has("x", wExec) {
 				a.wrapped(c, idx, rest, "watch", c.stdin)
 			} else if len(rest) > 0 {
 				a.shellString(c, idx, joinWords(rest), "watch", nil)
 			}
 			continue
 		case "su", "runuser":
-			if cmd, ok := r.val("c", "command", "C", "session-command"); ok {
+			if cmd, ok := r.val("c", wCommand, "C", "session-command"); ok {
 				a.shellString(c, idx, cmd, name+" -c", nil)
 				return
 			}
-			if name == "runuser" && r.has("u", "user") && len(r.operands) > 0 {
+			if name == "runuser" && r.has("u", wUser) && len(r.operands) > 0 {
 				a.wrapped(c, idx, args[r.operands[0]:], "", c.stdin)
 				return
 			}
 			a.stdinCode(c, idx, name, true)
 			return
 		case "script":
-			if cmd, ok := r.val("c", "command"); ok {
+			if cmd, ok := r.val("c", wCommand); ok {
 				a.shellString(c, idx, cmd, "script -c", nil)
 			} else {
 				a.stdinCode(c, idx, name, true)
@@ -872,18 +872,18 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 			}
 			return
 		case "chrt":
-			if r.has("p", "pid") {
+			if r.has("p", wPid) {
 				return
 			}
 			if len(rest) > 0 && isDigits(rest[0].Value) {
 				rest = rest[1:]
 			}
 		case "taskset":
-			if r.has("p", "pid") {
+			if r.has("p", wPid) {
 				return
 			}
 		case "ionice":
-			if r.has("p", "P", "u", "pid", "pgid", "uid") && len(rest) == 0 {
+			if r.has("p", "P", "u", wPid, "pgid", "uid") && len(rest) == 0 {
 				return
 			}
 		}
@@ -975,7 +975,7 @@ func (a *analyzer) envSplit(c ctx, idx int, s Word, rest []Word) {
 		a.limitErr("nesting deeper than %d (env -S)", a.lim.MaxDepth)
 		return
 	}
-	a.command(nc, append([]Word{litWord("env")}, all...), nil)
+	a.command(nc, append([]Word{litWord(wEnv)}, all...), nil)
 }
 
 // splitEnvString splits env -S's string: whitespace-separated, with '...'

@@ -8,20 +8,20 @@ import (
 // flagAliases maps, per program, spellings of a flag to its canonical name.
 // Long options are keyed without their dashes.
 var flagAliases = map[string]map[string]string{
-	"rm":      {"recursive": "r", "R": "r", "force": "f", "interactive": "i", "dir": "d", "verbose": "v"},
-	"cp":      {"recursive": "r", "R": "r", "force": "f", "archive": "a", "interactive": "i", "no-clobber": "n", "verbose": "v"},
-	"mv":      {"force": "f", "interactive": "i", "no-clobber": "n", "verbose": "v"},
-	"chmod":   {"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v"},
-	"chown":   {"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v"},
-	"chgrp":   {"recursive": "R", "changes": "c", "silent": "f", "quiet": "f", "verbose": "v"},
-	"git":     {"force": "f"},
-	"docker":  {"force": "f"},
-	"podman":  {"force": "f"},
-	"ln":      {"force": "f", "symbolic": "s"},
-	"rmdir":   {"parents": "p"},
-	"shred":   {"force": "f", "remove": "u", "zero": "z"},
-	"kubectl": {},
-	"helm":    {},
+	"rm":     {wRecursive: "r", "R": "r", wForce: "f", wInteractive: "i", "dir": "d", wVerbose: "v"},
+	"cp":     {wRecursive: "r", "R": "r", wForce: "f", "archive": "a", wInteractive: "i", "no-clobber": "n", wVerbose: "v"},
+	"mv":     {wForce: "f", wInteractive: "i", "no-clobber": "n", wVerbose: "v"},
+	"chmod":  {wRecursive: "R", "changes": "c", "silent": "f", wQuiet: "f", wVerbose: "v"},
+	"chown":  {wRecursive: "R", "changes": "c", "silent": "f", wQuiet: "f", wVerbose: "v"},
+	"chgrp":  {wRecursive: "R", "changes": "c", "silent": "f", wQuiet: "f", wVerbose: "v"},
+	wGit:     {wForce: "f"},
+	"docker": {wForce: "f"},
+	"podman": {wForce: "f"},
+	"ln":     {wForce: "f", "symbolic": "s"},
+	"rmdir":  {"parents": "p"},
+	"shred":  {wForce: "f", "remove": "u", "zero": "z"},
+	wKubectl: {},
+	"helm":   {},
 }
 
 // implied lists flags that imply others (cp -a is -dR --preserve=all).
@@ -35,7 +35,7 @@ const chmodFlags = "cfvRhHLP"
 
 // singleDash lists programs whose single-dash words are whole options
 // (find -delete, not -d -e -l ...).
-var singleDash = map[string]bool{"find": true, "java": true, "gfind": true, "bfs": true, "pwsh": true, "powershell": true}
+var singleDash = map[string]bool{"find": true, "java": true, "gfind": true, "bfs": true, "pwsh": true, wPowershell: true}
 
 // oneChar holds one-byte strings so that splitting clusters does not
 // allocate.
@@ -82,7 +82,7 @@ func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]str
 	contiguous := count == 0 || count == last-first+1
 	if nf == 1 && !dd {
 		// No flags.
-		if name == "git" {
+		if name == wGit {
 			return gitPushPlus(nil, args), args
 		}
 		return nil, args
@@ -155,7 +155,7 @@ func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]str
 	if contiguous && count > 0 {
 		pos = args[first : last+1 : last+1]
 	}
-	if name == "git" {
+	if name == wGit {
 		flags = gitPushPlus(flags, pos)
 	}
 	if len(flags) == 0 {

@@ -339,9 +339,9 @@ func (a *analyzer) forget(c ctx, names []string, all bool) {
 
 // varBuiltins assign the variables named in their arguments.
 var varBuiltins = map[string]bool{
-	"read": true, "mapfile": true, "readarray": true, "getopts": true, "printf": true,
-	"unset": true, "export": true, "declare": true, "typeset": true, "local": true,
-	"readonly": true, "wait": true, "let": true, "shift": true, "set": true,
+	"read": true, "mapfile": true, "readarray": true, "getopts": true, wPrintf: true,
+	"unset": true, wExport: true, wDeclare: true, "typeset": true, wLocal: true,
+	wReadonly: true, wWait: true, "let": true, "shift": true, "set": true,
 }
 
 // assignedNames lists the variables a loop may assign; all reports that it
@@ -388,9 +388,9 @@ func (a *analyzer) assignedNames(n syntax.Node) (names []string, all bool) {
 			first := x.Args[0].Lit()
 			name := strings.ToLower(first)
 			switch {
-			case first == "" || name == "eval" || name == "source" || name == "." || a.funcs[first]:
+			case first == "" || name == wEval || name == wSource || name == "." || a.funcs[first]:
 				all = true
-			case varBuiltins[name] || name == "command" || name == "builtin":
+			case varBuiltins[name] || name == wCommand || name == "builtin":
 				for _, w := range x.Args[1:] {
 					if l := w.Lit(); l != "" {
 						if i := strings.IndexAny(l, "=["); i > 0 {
@@ -580,7 +580,7 @@ func (a *analyzer) decl(c ctx, x *syntax.DeclClause) {
 				switch v[i] {
 				case 'x', 'r', 'g', 'a', 'A', 'p', 'f', 'F', 't':
 				case 'n':
-					if variant != "export" {
+					if variant != wExport {
 						c.env.poisoned = true
 					}
 				default:
@@ -601,7 +601,7 @@ func (a *analyzer) decl(c ctx, x *syntax.DeclClause) {
 		if hasEq {
 			c.env.set(name, val, true)
 			a.recordAssign(name, Word{Value: val, Pattern: escapePattern(val)}, -1)
-		} else if variant != "export" && variant != "readonly" {
+		} else if variant != wExport && variant != wReadonly {
 			c.env.unknown(name)
 		}
 	}
@@ -614,7 +614,7 @@ func (a *analyzer) decl(c ctx, x *syntax.DeclClause) {
 		}
 		name := as.Name.Value
 		if as.Naked {
-			if variant != "export" && variant != "readonly" {
+			if variant != wExport && variant != wReadonly {
 				c.env.unknown(name)
 			}
 		} else {

@@ -1,0 +1,36 @@
+package shell
+
+// Words that recur across the analyser's tables and switches: program,
+// subcommand and option names.
+const (
+	wCommand     = "command"
+	wDebug       = "debug"
+	wDeclare     = "declare"
+	wEnv         = "env"
+	wEnvFile     = "env-file"
+	wEval        = "eval"
+	wExec        = "exec"
+	wExport      = "export"
+	wFile        = "file"
+	wForce       = "force"
+	wGit         = "git"
+	wHelp        = "help"
+	wInteractive = "interactive"
+	wLocal       = "local"
+	wKubectl     = "kubectl"
+	wPackage     = "package"
+	wPid         = "pid"
+	wPowershell  = "powershell"
+	wPrintf      = "printf"
+	wQuiet       = "quiet"
+	wReadonly    = "readonly"
+	wRecursive   = "recursive"
+	wRun         = "run"
+	wShell       = "shell"
+	wSource      = "source"
+	wTime        = "time"
+	wUser        = "user"
+	wVerbose     = "verbose"
+	wVersion     = "version"
+	wWait        = "wait"
+)
