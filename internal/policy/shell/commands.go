@@ -89,7 +89,7 @@ var progKinds = func() map[string]progKind {
 // specialNames are handled by name in dispatch or programCode.
 var specialNames = []string{
 	wEval, wSource, ".", "alias", "trap", "read", "mapfile", "readarray", "getopts", "unset", wWait,
-	wPrintf, wExport, wReadonly, wDeclare, "typeset", wLocal, "set", "shift", "at", "batch", "find",
+	wPrintf, wExport, wReadonly, wDeclare, wTypeset, wLocal, "set", "shift", "at", "batch", "find",
 	"gfind", "bfs", "crontab", "awk", "gawk", "mawk", "nawk", "original-awk", "goawk", "sed", "gsed", "pwsh",
 	wPowershell, "pwsh-preview", "deno", "tar", "gtar", "bsdtar", "rsync", "zip", "man", wGit, "vim", "vi",
 	"nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic", "gdb", "make", "gmake",
@@ -374,7 +374,7 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 				a.sameShellString(c, idx, act, "trap")
 			}
 		}
-	case "read", "mapfile", "readarray", "getopts", "unset", wWait, wPrintf, wExport, wReadonly, wDeclare, "typeset", wLocal:
+	case "read", "mapfile", "readarray", "getopts", "unset", wWait, wPrintf, wExport, wReadonly, wDeclare, wTypeset, wLocal:
 		a.varBuiltin(c, name, args)
 	case "set":
 		for _, w := range args {
@@ -409,7 +409,7 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 func (a *analyzer) varBuiltin(c ctx, name string, args []Word) {
 	for i, w := range args {
 		if w.Dynamic {
-			if name == wDeclare || name == "typeset" || name == wLocal {
+			if name == wDeclare || name == wTypeset || name == wLocal {
 				c.env.poisoned = true
 			}
 			continue
@@ -419,7 +419,7 @@ func (a *analyzer) varBuiltin(c ctx, name string, args []Word) {
 			if name == wPrintf && v != "-v" {
 				return // printf assigns only with -v
 			}
-			if strings.ContainsRune(v, 'n') && (name == wDeclare || name == "typeset" || name == wLocal) {
+			if strings.ContainsRune(v, 'n') && (name == wDeclare || name == wTypeset || name == wLocal) {
 				c.env.poisoned = true
 			}
 			continue
@@ -432,7 +432,7 @@ func (a *analyzer) varBuiltin(c ctx, name string, args []Word) {
 		if j := strings.IndexByte(n, '['); j >= 0 {
 			n = n[:j]
 		}
-		if hasEq && (name == wExport || name == wReadonly || name == wDeclare || name == "typeset" || name == wLocal) {
+		if hasEq && (name == wExport || name == wReadonly || name == wDeclare || name == wTypeset || name == wLocal) {
 			c.env.set(n, val, true)
 			continue
 		}

@@ -86,7 +86,7 @@ var fastReserved = map[string]bool{
 	"!": true, "[[": true, "]]": true, "{": true, "}": true, "case": true, "coproc": true, "do": true,
 	"done": true, "elif": true, "else": true, "esac": true, "fi": true, "for": true, "function": true,
 	"if": true, "in": true, "select": true, "then": true, wTime: true, "until": true, "while": true,
-	wDeclare: true, wLocal: true, wExport: true, wReadonly: true, "typeset": true, "nameref": true,
+	wDeclare: true, wLocal: true, wExport: true, wReadonly: true, wTypeset: true, "nameref": true,
 	"let": true, "@test": true,
 }
 

@@ -340,7 +340,7 @@ func (a *analyzer) forget(c ctx, names []string, all bool) {
 // varBuiltins assign the variables named in their arguments.
 var varBuiltins = map[string]bool{
 	"read": true, "mapfile": true, "readarray": true, "getopts": true, wPrintf: true,
-	"unset": true, wExport: true, wDeclare: true, "typeset": true, wLocal: true,
+	"unset": true, wExport: true, wDeclare: true, wTypeset: true, wLocal: true,
 	wReadonly: true, wWait: true, "let": true, "shift": true, "set": true,
 }
 
