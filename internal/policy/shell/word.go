@@ -691,30 +691,7 @@ func ansiC(s string) string {
 			i = j - 1
 			out = append(out, byte(n))
 		case 'x', 'u', 'U':
-			maxd := 2
-			switch e {
-			case 'u':
-				maxd = 4
-			case 'U':
-				maxd = 8
-			}
-			n, j := 0, i+1
-			for ; j < len(s) && j < i+1+maxd && isHex(s[j]); j++ {
-				n = n*16 + hexVal(s[j])
-			}
-			if j == i+1 {
-				out = append(out, '\\', e)
-				continue
-			}
-			i = j - 1
-			if e == 'x' {
-				out = append(out, byte(n))
-			} else {
-				if n > utf8.MaxRune {
-					n = utf8.RuneError
-				}
-				out = utf8.AppendRune(out, rune(n))
-			}
+			out, i = ansiCHex(out, s, i, e)
 		default:
 			out = append(out, '\\', e)
 		}
@@ -724,6 +701,32 @@ func ansiC(s string) string {
 		out = out[:i]
 	}
 	return string(out)
+}
+
+// ansiCHex appends the character of the \xHH, \uHHHH or \UHHHHHHHH escape
+// (e is 'x', 'u' or 'U') at s[i] and returns the index of its last byte.
+func ansiCHex(out []byte, s string, i int, e byte) ([]byte, int) {
+	maxd := 2
+	switch e {
+	case 'u':
+		maxd = 4
+	case 'U':
+		maxd = 8
+	}
+	n, j := 0, i+1
+	for ; j < len(s) && j < i+1+maxd && isHex(s[j]); j++ {
+		n = n*16 + hexVal(s[j])
+	}
+	if j == i+1 {
+		return append(out, '\\', e), i
+	}
+	if e == 'x' {
+		return append(out, byte(n)), j - 1
+	}
+	if n > utf8.MaxRune {
+		n = utf8.RuneError
+	}
+	return utf8.AppendRune(out, rune(n)), j - 1
 }
 
 func isHex(c byte) bool {
