@@ -46,6 +46,73 @@ var interps = map[string]*interpSpec{
 	"jshell":    {},
 }
 
+// codeHandler analyses a program's arguments for code it runs.
+type codeHandler func(a *analyzer, c ctx, idx int, name string, args []Word)
+
+// programCodes maps a program family to its handler. It is filled in init:
+// the handlers reach programCode again through nested commands.
+var programCodes map[string]codeHandler
+
+func init() {
+	programCodes = map[string]codeHandler{}
+	add := func(h codeHandler, names ...string) {
+		for _, n := range names {
+			programCodes[n] = h
+		}
+	}
+	add(func(a *analyzer, _ ctx, idx int, _ string, args []Word) { a.awkCmd(idx, args) },
+		"awk", "gawk", "mawk", "nawk", "original-awk", "goawk")
+	add(func(a *analyzer, _ ctx, idx int, _ string, args []Word) { a.sedCmd(idx, args) }, "sed", "gsed")
+	add((*analyzer).pwshCmd, "pwsh", wPowershell, "pwsh-preview")
+	add(func(a *analyzer, c ctx, idx int, _ string, args []Word) { a.denoCmd(c, idx, args) }, "deno")
+	add(func(a *analyzer, c ctx, idx int, _ string, args []Word) { a.tarCmd(c, idx, args) }, "tar", "gtar", "bsdtar")
+	add(optStringsHandler("e", []string{"rsh", "rsync-path"}, "rsync"), "rsync")
+	add((*analyzer).zipCode, "zip")
+	add(optStringsHandler("PH", []string{"pager", "html"}, "man"), "man")
+	add(func(a *analyzer, c ctx, idx int, _ string, args []Word) { a.gitCmd(c, idx, args) }, wGit)
+	add((*analyzer).vimCode, "vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic")
+	add((*analyzer).gdbCode, "gdb")
+	add((*analyzer).makeCode, "make", "gmake")
+	add(func(a *analyzer, c ctx, idx int, _ string, args []Word) { a.sshOptions(c, idx, args) }, "scp", "sftp")
+	add((*analyzer).netcatCmd, "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd")
+	add((*analyzer).socatCode, "socat")
+	add(func(a *analyzer, c ctx, idx int, _ string, args []Word) { a.tmuxCmd(c, idx, args) }, "tmux")
+	add((*analyzer).hyperfineCode, "hyperfine")
+	add((*analyzer).watchexecCode, "watchexec")
+	add(optStringsHandler("x", []string{wExec}, "nodemon"), "nodemon")
+	add(optStringsHandler("", []string{wRun, wCommand}, "nix-shell"), "nix-shell")
+	add(func(a *analyzer, c ctx, idx int, _ string, args []Word) { a.screenCmd(c, idx, args) }, "screen")
+	add(inlineIf(func(v string) bool {
+		return strings.Contains(v, `\!`) || strings.Contains(v, `\o |`) || strings.Contains(v, `\g |`)
+	}), "psql")
+	add(inlineIf(func(v string) bool {
+		return strings.Contains(v, `\!`) || strings.Contains(strings.ToLower(v), "system ")
+	}), "mysql", "mariadb")
+	add(inlineIf(func(v string) bool {
+		v = strings.TrimSpace(v)
+		return strings.Contains(v, ".shell") || strings.Contains(v, ".system") || strings.HasPrefix(v, ".sh")
+	}), "sqlite3", "sqlite")
+}
+
+// optStringsHandler is a codeHandler calling optStrings.
+func optStringsHandler(short string, long []string, via string) codeHandler {
+	return func(a *analyzer, c ctx, idx int, _ string, args []Word) {
+		a.optStrings(c, idx, args, short, long, via)
+	}
+}
+
+// inlineIf is a codeHandler setting CodeInline when an argument's value
+// matches.
+func inlineIf(match func(string) bool) codeHandler {
+	return func(a *analyzer, _ ctx, idx int, _ string, args []Word) {
+		for _, w := range args {
+			if match(w.Value) {
+				a.setCode(idx, CodeInline)
+			}
+		}
+	}
+}
+
 // programCode sets Code for interpreters and for programs with options that
 // run commands.
 func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
@@ -54,137 +121,121 @@ func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
 		a.interpCmd(c, idx, name, spec, args)
 		return
 	}
-	switch fam {
-	case "awk", "gawk", "mawk", "nawk", "original-awk", "goawk":
-		a.awkCmd(idx, args)
-	case "sed", "gsed":
-		a.sedCmd(idx, args)
-	case "pwsh", wPowershell, "pwsh-preview":
-		a.pwshCmd(c, idx, name, args)
-	case "deno":
-		a.denoCmd(c, idx, args)
-	case "tar", "gtar", "bsdtar":
-		a.tarCmd(c, idx, args)
-	case "rsync":
-		a.optStrings(c, idx, args, "e", []string{"rsh", "rsync-path"}, "rsync")
-	case "zip":
-		for i, w := range args {
-			if (w.Value == "-TT" || w.Value == "--unzip-command") && i+1 < len(args) {
-				a.shellString(c, idx, args[i+1], "zip -TT", nil)
-			} else if v, ok := strings.CutPrefix(w.Value, "--unzip-command="); ok {
-				a.shellString(c, idx, litWord(v), "zip -TT", nil)
+	if h := programCodes[fam]; h != nil {
+		h(a, c, idx, name, args)
+	}
+}
+
+// zipCode analyses zip -TT / --unzip-command.
+func (a *analyzer) zipCode(c ctx, idx int, _ string, args []Word) {
+	for i, w := range args {
+		if (w.Value == "-TT" || w.Value == "--unzip-command") && i+1 < len(args) {
+			a.shellString(c, idx, args[i+1], "zip -TT", nil)
+		} else if v, ok := strings.CutPrefix(w.Value, "--unzip-command="); ok {
+			a.shellString(c, idx, litWord(v), "zip -TT", nil)
+		}
+	}
+}
+
+// vimCode sets Code for vim's options that run Ex commands.
+func (a *analyzer) vimCode(_ ctx, idx int, _ string, args []Word) {
+	for _, w := range args {
+		v := w.Value
+		if v == "-c" || v == "--cmd" || v == "-S" || v == "-s" || v == "-W" ||
+			(strings.HasPrefix(v, "+") && !isDigits(v[1:]) && !strings.HasPrefix(v, "+/") && v != "+") {
+			a.setCode(idx, CodeInline)
+		}
+	}
+}
+
+// gdbCode sets Code for gdb's options that run commands.
+func (a *analyzer) gdbCode(_ ctx, idx int, _ string, args []Word) {
+	for _, w := range args {
+		switch strings.TrimLeft(strings.SplitN(w.Value, "=", 2)[0], "-") {
+		case "ex", "eval-command", "iex", "init-eval-command", "x", wCommand, "ix", "init-command":
+			a.setCode(idx, CodeInline)
+		}
+	}
+}
+
+// makeCode sets Code for make --eval.
+func (a *analyzer) makeCode(_ ctx, idx int, _ string, args []Word) {
+	for _, w := range args {
+		if w.Value == "-E" || w.Value == "--eval" || strings.HasPrefix(w.Value, "--eval=") {
+			a.setCode(idx, CodeInline)
+		}
+	}
+}
+
+// socatCode analyses socat's EXEC:cmd and SYSTEM:cmd addresses, which run a
+// program whose stdin and stdout are the other address (often the network).
+func (a *analyzer) socatCode(c ctx, idx int, _ string, args []Word) {
+	for _, w := range args {
+		v := strings.ToLower(w.Value)
+		for _, pre := range []string{"exec:", "system:"} {
+			if strings.HasPrefix(v, pre) {
+				a.socatAddr(c, idx, w, pre)
 			}
 		}
-	case "man":
-		a.optStrings(c, idx, args, "PH", []string{"pager", "html"}, "man")
-	case wGit:
-		a.gitCmd(c, idx, args)
-	case "vim", "vi", "nvim", "view", "ex", "vimdiff", "gvim", "rvim", "nvi", "vim.tiny", "vim.basic":
-		for _, w := range args {
-			v := w.Value
-			if v == "-c" || v == "--cmd" || v == "-S" || v == "-s" || v == "-W" ||
-				(strings.HasPrefix(v, "+") && !isDigits(v[1:]) && !strings.HasPrefix(v, "+/") && v != "+") {
-				a.setCode(idx, CodeInline)
+	}
+}
+
+// socatAddr analyses one EXEC: or SYSTEM: address (pre is its lower-case
+// prefix).
+func (a *analyzer) socatAddr(c ctx, idx int, w Word, pre string) {
+	cmd := w.Value[len(pre):]
+	if i := strings.IndexByte(cmd, ','); i >= 0 {
+		cmd = cmd[:i] // address options follow a comma
+	}
+	switch {
+	case w.Dynamic:
+		a.setCode(idx, CodeDynamic)
+	case pre == "exec:":
+		a.wrapped(c, idx, splitSpaces(litWord(cmd)), "socat exec", stdinSrc{kind: stdinPipe})
+	default:
+		pc := c
+		pc.stdin = stdinSrc{kind: stdinPipe}
+		a.shellString(pc, idx, litWord(cmd), "socat system", nil)
+	}
+}
+
+// hyperfineCode analyses hyperfine: every operand is a command run through a
+// shell, as are the values of --prepare, --setup, --cleanup, --conclude.
+func (a *analyzer) hyperfineCode(c ctx, idx int, _ string, args []Word) {
+	a.optStrings(c, idx, args, "ps", []string{"prepare", "setup", "cleanup", "conclude", wShell}, "hyperfine")
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.Value
+		if !w.Dynamic && strings.HasPrefix(v, "-") {
+			if hyperfineTakesValue(v) {
+				i++
 			}
+			continue
 		}
-	case "gdb":
-		for _, w := range args {
-			switch strings.TrimLeft(strings.SplitN(w.Value, "=", 2)[0], "-") {
-			case "ex", "eval-command", "iex", "init-eval-command", "x", wCommand, "ix", "init-command":
-				a.setCode(idx, CodeInline)
+		a.shellString(c, idx, w, "hyperfine", nil)
+	}
+}
+
+// hyperfineTakesValue reports whether hyperfine's option v is followed by a
+// separate value.
+func hyperfineTakesValue(v string) bool {
+	return len(v) == 2 && strings.IndexByte("wmMrpscSnuLPTo", v[1]) >= 0 || (strings.HasPrefix(v, "--") && !strings.Contains(v, "=") &&
+		v != "--ignore-failure" && v != "--show-output" && v != "--help" && v != "--version" && v != "--style" && v != "--export-json")
+}
+
+// watchexecCode analyses watchexec [options] [--] COMMAND...: run through a
+// shell.
+func (a *analyzer) watchexecCode(c ctx, idx int, _ string, args []Word) {
+	for i, w := range args {
+		if !w.Dynamic && w.Value == "--" {
+			if i+1 < len(args) {
+				a.shellString(c, idx, joinWords(args[i+1:]), "watchexec", nil)
 			}
+			return
 		}
-	case "make", "gmake":
-		for _, w := range args {
-			if w.Value == "-E" || w.Value == "--eval" || strings.HasPrefix(w.Value, "--eval=") {
-				a.setCode(idx, CodeInline)
-			}
-		}
-	case "scp", "sftp":
-		a.sshOptions(c, idx, args)
-	case "nc", "ncat", "netcat", "nc.traditional", "nc.openbsd":
-		a.netcatCmd(c, idx, name, args)
-	case "socat":
-		// EXEC:cmd and SYSTEM:cmd run a program whose stdin and stdout are
-		// the other address (often the network).
-		for _, w := range args {
-			v := strings.ToLower(w.Value)
-			for _, pre := range []string{"exec:", "system:"} {
-				if !strings.HasPrefix(v, pre) {
-					continue
-				}
-				cmd := w.Value[len(pre):]
-				if i := strings.IndexByte(cmd, ','); i >= 0 {
-					cmd = cmd[:i] // address options follow a comma
-				}
-				switch {
-				case w.Dynamic:
-					a.setCode(idx, CodeDynamic)
-				case pre == "exec:":
-					a.wrapped(c, idx, splitSpaces(litWord(cmd)), "socat exec", stdinSrc{kind: stdinPipe})
-				default:
-					pc := c
-					pc.stdin = stdinSrc{kind: stdinPipe}
-					a.shellString(pc, idx, litWord(cmd), "socat system", nil)
-				}
-			}
-		}
-	case "tmux":
-		a.tmuxCmd(c, idx, args)
-	case "hyperfine":
-		// Every operand is a command run through a shell, as are the
-		// values of --prepare, --setup, --cleanup, --conclude.
-		a.optStrings(c, idx, args, "ps", []string{"prepare", "setup", "cleanup", "conclude", wShell}, "hyperfine")
-		for i := 0; i < len(args); i++ {
-			w := args[i]
-			v := w.Value
-			if !w.Dynamic && strings.HasPrefix(v, "-") {
-				if len(v) == 2 && strings.IndexByte("wmMrpscSnuLPTo", v[1]) >= 0 || (strings.HasPrefix(v, "--") && !strings.Contains(v, "=") &&
-					v != "--ignore-failure" && v != "--show-output" && v != "--help" && v != "--version" && v != "--style" && v != "--export-json") {
-					i++
-				}
-				continue
-			}
-			a.shellString(c, idx, w, "hyperfine", nil)
-		}
-	case "watchexec":
-		// watchexec [options] [--] COMMAND...: run through a shell.
-		for i, w := range args {
-			if !w.Dynamic && w.Value == "--" {
-				if i+1 < len(args) {
-					a.shellString(c, idx, joinWords(args[i+1:]), "watchexec", nil)
-				}
-				return
-			}
-		}
-		if len(args) > 0 && !strings.HasPrefix(args[len(args)-1].Value, "-") {
-			a.shellString(c, idx, args[len(args)-1], "watchexec", nil)
-		}
-	case "nodemon":
-		a.optStrings(c, idx, args, "x", []string{wExec}, "nodemon")
-	case "nix-shell":
-		a.optStrings(c, idx, args, "", []string{wRun, wCommand}, "nix-shell")
-	case "screen":
-		a.screenCmd(c, idx, args)
-	case "psql":
-		for _, w := range args {
-			if strings.Contains(w.Value, `\!`) || strings.Contains(w.Value, `\o |`) || strings.Contains(w.Value, `\g |`) {
-				a.setCode(idx, CodeInline)
-			}
-		}
-	case "mysql", "mariadb":
-		for _, w := range args {
-			if strings.Contains(w.Value, `\!`) || strings.Contains(strings.ToLower(w.Value), "system ") {
-				a.setCode(idx, CodeInline)
-			}
-		}
-	case "sqlite3", "sqlite":
-		for _, w := range args {
-			v := strings.TrimSpace(w.Value)
-			if strings.Contains(v, ".shell") || strings.Contains(v, ".system") || strings.HasPrefix(v, ".sh") {
-				a.setCode(idx, CodeInline)
-			}
-		}
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[len(args)-1].Value, "-") {
+		a.shellString(c, idx, args[len(args)-1], "watchexec", nil)
 	}
 }
 
