@@ -310,6 +310,31 @@ func (a *analyzer) fileCode(c ctx, idx int, name string, f Word, shell bool) {
 	}
 }
 
+// builtinCodes maps names handled by dispatch itself to their handlers. It
+// is filled in init: the handlers reach dispatch again through nested
+// commands.
+var builtinCodes map[string]codeHandler
+
+func init() {
+	builtinCodes = map[string]codeHandler{}
+	add := func(h codeHandler, names ...string) {
+		for _, n := range names {
+			builtinCodes[n] = h
+		}
+	}
+	add((*analyzer).evalCode, wEval)
+	add((*analyzer).sourceCode, wSource, ".")
+	add((*analyzer).aliasCode, "alias")
+	add((*analyzer).trapCode, "trap")
+	add(func(a *analyzer, c ctx, _ int, name string, args []Word) { a.varBuiltin(c, name, args) },
+		"read", "mapfile", "readarray", "getopts", "unset", wWait, wPrintf, wExport, wReadonly, wDeclare, wTypeset, wLocal)
+	add(setBuiltin, "set")
+	add(func(_ *analyzer, c ctx, _ int, _ string, _ []Word) { c.env.posKnown = false }, "shift")
+	add((*analyzer).atCode, "at", "batch")
+	add((*analyzer).findCmd, "find", "gfind", "bfs")
+	add((*analyzer).crontabCode, "crontab")
+}
+
 // dispatch analyses what a command runs, by program name.
 func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []Word) {
 	if a.err != nil {
@@ -340,68 +365,82 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 			c.env.softPoison()
 		}
 	}
-	switch name {
-	case wEval:
-		if len(args) > 0 {
-			a.sameShellString(c, idx, joinWords(args), wEval)
+	if h := builtinCodes[name]; h != nil {
+		h(a, c, idx, name, args)
+	} else if kind&kindSpecial != 0 {
+		a.programCode(c, idx, name, args)
+	}
+}
+
+// evalCode analyses eval's arguments as a string run in the same shell.
+func (a *analyzer) evalCode(c ctx, idx int, _ string, args []Word) {
+	if len(args) > 0 {
+		a.sameShellString(c, idx, joinWords(args), wEval)
+	}
+}
+
+// sourceCode handles source and .: the file may assign any variable.
+func (a *analyzer) sourceCode(c ctx, idx int, name string, args []Word) {
+	c.env.poisoned = true
+	if len(args) > 0 {
+		a.fileCode(c, idx, name, args[0], true)
+	}
+}
+
+// aliasCode analyses the values of alias definitions.
+func (a *analyzer) aliasCode(c ctx, idx int, _ string, args []Word) {
+	for _, w := range args {
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic)
+			continue
 		}
-	case wSource, ".":
-		c.env.poisoned = true
-		if len(args) > 0 {
-			a.fileCode(c, idx, name, args[0], true)
+		if _, v, ok := strings.Cut(w.Value, "="); ok && strings.TrimSpace(v) != "" {
+			a.sameShellString(c, idx, litWord(v), "alias")
 		}
-	case "alias":
-		for _, w := range args {
-			if w.Dynamic {
-				a.setCode(idx, CodeDynamic)
-				continue
-			}
-			if _, v, ok := strings.Cut(w.Value, "="); ok && strings.TrimSpace(v) != "" {
-				a.sameShellString(c, idx, litWord(v), "alias")
-			}
-		}
-	case "trap":
-		i := 0
-		for i < len(args) && !args[i].Dynamic && strings.HasPrefix(args[i].Value, "-") && args[i].Value != "-" {
-			if args[i].Value == "--" {
-				i++
-				break
-			}
+	}
+}
+
+// trapCode analyses a trap's action.
+func (a *analyzer) trapCode(c ctx, idx int, _ string, args []Word) {
+	i := 0
+	for i < len(args) && !args[i].Dynamic && strings.HasPrefix(args[i].Value, "-") && args[i].Value != "-" {
+		if args[i].Value == "--" {
 			i++
+			break
 		}
-		if len(args)-i >= 2 {
-			if act := args[i]; act.Dynamic || (act.Value != "" && act.Value != "-") {
-				a.sameShellString(c, idx, act, "trap")
-			}
+		i++
+	}
+	if len(args)-i >= 2 {
+		if act := args[i]; act.Dynamic || (act.Value != "" && act.Value != "-") {
+			a.sameShellString(c, idx, act, "trap")
 		}
-	case "read", "mapfile", "readarray", "getopts", "unset", wWait, wPrintf, wExport, wReadonly, wDeclare, wTypeset, wLocal:
-		a.varBuiltin(c, name, args)
-	case "set":
-		for _, w := range args {
-			if w.Dynamic || w.Value == "--" || (!strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "+")) {
-				c.env.posKnown = false
-				break
-			}
+	}
+}
+
+// setBuiltin handles set: operands replace the positional parameters.
+func setBuiltin(_ *analyzer, c ctx, _ int, _ string, args []Word) {
+	for _, w := range args {
+		if w.Dynamic || w.Value == "--" || (!strings.HasPrefix(w.Value, "-") && !strings.HasPrefix(w.Value, "+")) {
+			c.env.posKnown = false
+			break
 		}
-	case "shift":
-		c.env.posKnown = false
-	case "at", "batch":
-		for _, w := range args {
-			if w.Value == "-f" || strings.HasPrefix(w.Value, "-f") && len(w.Value) > 2 {
-				return
-			}
+	}
+}
+
+// atCode handles at and batch: without -f the job is read from stdin.
+func (a *analyzer) atCode(c ctx, idx int, name string, args []Word) {
+	for _, w := range args {
+		if w.Value == "-f" || strings.HasPrefix(w.Value, "-f") && len(w.Value) > 2 {
+			return
 		}
+	}
+	a.stdinCode(c, idx, name, true)
+}
+
+// crontabCode handles crontab -: the table is read from stdin.
+func (a *analyzer) crontabCode(c ctx, idx int, name string, args []Word) {
+	if len(args) > 0 && args[len(args)-1].Value == "-" {
 		a.stdinCode(c, idx, name, true)
-	case "find", "gfind", "bfs":
-		a.findCmd(c, idx, name, args)
-	case "crontab":
-		if len(args) > 0 && args[len(args)-1].Value == "-" {
-			a.stdinCode(c, idx, name, true)
-		}
-	default:
-		if kind&kindSpecial != 0 {
-			a.programCode(c, idx, name, args)
-		}
 	}
 }
 
