@@ -788,38 +788,67 @@ func (a *analyzer) subWrapperCmd(c ctx, idx int, name string, sw *subWrap, args 
 	}
 }
 
+// wrapHandler handles a wrapper whose command line is not parsed by its
+// wrapSpec's options.
+type wrapHandler func(a *analyzer, c ctx, idx int, spec *wrapSpec, args []Word)
+
+// wrapStep says what wrapperCmd does after a wrapStartHandler.
+type wrapStep int
+
+const (
+	stepWrap wrapStep = iota // analyse the rest as the wrapped command
+	stepNext                 // go on to the next parse
+	stepDone                 // stop
+)
+
+// wrapState is what a wrapStartHandler knows of the parse.
+type wrapState struct {
+	name string
+	args []Word
+	r    *optScan
+	si   int // index of the parse: 0 is the main one, others are alternatives
+}
+
+// wrapStartHandler adjusts the words after a wrapper's options for one
+// parse.
+type wrapStartHandler func(a *analyzer, c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep)
+
+// wrapHandlers and wrapStartHandlers are filled in init: the handlers reach
+// wrapperCmd again through nested commands.
+var (
+	wrapHandlers      map[string]wrapHandler
+	wrapStartHandlers map[string]wrapStartHandler
+)
+
+func init() {
+	wrapHandlers = map[string]wrapHandler{
+		"xargs":    (*analyzer).xargsCmd,
+		"busybox":  (*analyzer).busyboxCmd,
+		"ssh":      (*analyzer).sshCmd,
+		"parallel": func(a *analyzer, c ctx, idx int, _ *wrapSpec, args []Word) { a.parallelCmd(c, idx, args) },
+		"sg":       (*analyzer).sgCmd,
+	}
+	wrapStartHandlers = map[string]wrapStartHandler{
+		wCommand:  commandStart,
+		wEnv:      (*analyzer).envStart,
+		"sudo":    (*analyzer).sudoStart,
+		"doas":    (*analyzer).doasStart,
+		wTime:     (*analyzer).timeStart,
+		"flock":   (*analyzer).flockStart,
+		"watch":   (*analyzer).watchStart,
+		"su":      (*analyzer).suStart,
+		"runuser": (*analyzer).suStart,
+		"script":  (*analyzer).scriptStart,
+		"chrt":    chrtStart,
+		"taskset": tasksetStart,
+		"ionice":  ioniceStart,
+	}
+}
+
 // wrapperCmd handles commands that run another command.
 func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args []Word) {
-	switch name {
-	case "xargs":
-		a.xargsCmd(c, idx, spec, args)
-		return
-	case "busybox":
-		if len(args) > 0 && !strings.HasPrefix(args[0].Value, "-") {
-			a.wrapperFlags(idx, 0)
-			a.wrapped(c, idx, args, "", c.stdin)
-		}
-		return
-	case "ssh":
-		a.sshCmd(c, idx, spec, args)
-		return
-	case "parallel":
-		a.parallelCmd(c, idx, args)
-		return
-	case "sg":
-		// sg [-] [group [-c] command]: the command runs through /bin/sh -c.
-		i := 0
-		if i < len(args) && args[i].Value == "-" {
-			i++
-		}
-		i++ // group
-		if i < len(args) && args[i].Value == "-c" {
-			i++
-		}
-		if i < len(args) {
-			a.wrapperFlags(idx, i)
-			a.shellString(c, idx, joinWords(args[i:]), "sg", nil)
-		}
+	if h := wrapHandlers[name]; h != nil {
+		h(a, c, idx, spec, args)
 		return
 	}
 	var r optScan
@@ -830,116 +859,206 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 		starts = []int{len(args)}
 	}
 	a.scanFlags(idx, args, &r)
+	startH := wrapStartHandlers[name]
 	for si, start := range starts {
 		if start > len(args) {
 			continue
 		}
-		rest := args[start:]
-		via := ""
-		switch name {
-		case wCommand:
-			if r.has("v", "V") {
-				return // command -v only looks the name up
-			}
-		case wEnv, "sudo":
-			rest = a.assignPrefix(c, idx, rest, si == 0)
-			if name == wEnv && si == 0 {
-				if s, ok := r.val("S", "split-string"); ok {
-					a.envSplit(c, idx, s, rest)
-					return
-				}
-			}
-			if name == "sudo" && si == 0 {
-				if r.has("e", "edit", "v", "validate", "k", "K", "remove-timestamp", "reset-timestamp") && len(rest) == 0 {
-					return
-				}
-				if r.has("s", "i", wShell, "login") {
-					if len(rest) == 0 {
-						a.stdinCode(c, idx, name, true)
-					} else {
-						via := "sudo -s"
-						if r.has("i", "login") {
-							via = "sudo -i"
-						}
-						a.shellString(c, idx, joinWords(rest), via, nil)
-					}
-					return
-				}
-			}
-		case "doas":
-			if si == 0 && r.has("s") && len(rest) == 0 {
-				a.stdinCode(c, idx, name, true)
-				return
-			}
-		case wTime:
-			if f, ok := r.val("o", "output"); ok && si == 0 {
-				a.addCmdRedirect(idx, Redirect{Op: "-o", FD: -1, Target: f, Write: true})
-			}
-		case "flock":
-			if len(rest) > 1 && (rest[1].Value == "-c" || rest[1].Value == "--command") {
-				if len(rest) > 2 {
-					a.shellString(c, idx, rest[2], "flock -c", nil)
-				}
-				continue
-			}
-		case "watch":
-			if r.has("x", wExec) {
-				a.wrapped(c, idx, rest, "watch", c.stdin)
-			} else if len(rest) > 0 {
-				a.shellString(c, idx, joinWords(rest), "watch", nil)
-			}
-			continue
-		case "su", "runuser":
-			if cmd, ok := r.val("c", wCommand, "C", "session-command"); ok {
-				a.shellString(c, idx, cmd, name+" -c", nil)
-				return
-			}
-			if name == "runuser" && r.has("u", wUser) && len(r.operands) > 0 {
-				a.wrapped(c, idx, args[r.operands[0]:], "", c.stdin)
-				return
-			}
-			a.stdinCode(c, idx, name, true)
-			return
-		case "script":
-			if cmd, ok := r.val("c", wCommand); ok {
-				a.shellString(c, idx, cmd, "script -c", nil)
-			} else {
-				a.stdinCode(c, idx, name, true)
-			}
-			if len(r.operands) > 0 {
-				a.addCmdRedirect(idx, Redirect{Op: ">", FD: -1, Target: args[r.operands[0]], Write: true})
-			}
-			return
-		case "chrt":
-			if r.has("p", wPid) {
-				return
-			}
-			if len(rest) > 0 && isDigits(rest[0].Value) {
-				rest = rest[1:]
-			}
-		case "taskset":
-			if r.has("p", wPid) {
-				return
-			}
-		case "ionice":
-			if r.has("p", "P", "u", wPid, "pgid", "uid") && len(rest) == 0 {
-				return
-			}
+		rest, step := args[start:], stepWrap
+		if startH != nil {
+			rest, step = startH(a, c, idx, wrapState{name: name, args: args, r: &r, si: si}, rest)
 		}
-		if spec.kind == wrapSkip1 {
-			if len(rest) == 0 {
-				continue
-			}
-			rest = rest[1:]
-		}
-		if len(rest) == 0 {
-			if spec.shellIfNone && si == 0 {
-				a.stdinCode(c, idx, name, true)
-			}
+		switch step {
+		case stepDone:
+			return
+		case stepNext:
 			continue
 		}
-		a.wrapped(c, idx, rest, via, c.stdin)
+		a.wrapRest(c, idx, name, spec, si, rest)
 	}
+}
+
+// wrapRest analyses the command a wrapper runs, for one parse.
+func (a *analyzer) wrapRest(c ctx, idx int, name string, spec *wrapSpec, si int, rest []Word) {
+	if spec.kind == wrapSkip1 {
+		if len(rest) == 0 {
+			return
+		}
+		rest = rest[1:]
+	}
+	if len(rest) == 0 {
+		if spec.shellIfNone && si == 0 {
+			a.stdinCode(c, idx, name, true)
+		}
+		return
+	}
+	a.wrapped(c, idx, rest, "", c.stdin)
+}
+
+// busyboxCmd handles busybox APPLET ARGS...
+func (a *analyzer) busyboxCmd(c ctx, idx int, _ *wrapSpec, args []Word) {
+	if len(args) > 0 && !strings.HasPrefix(args[0].Value, "-") {
+		a.wrapperFlags(idx, 0)
+		a.wrapped(c, idx, args, "", c.stdin)
+	}
+}
+
+// sgCmd handles sg [-] [group [-c] command]: the command runs through
+// /bin/sh -c.
+func (a *analyzer) sgCmd(c ctx, idx int, _ *wrapSpec, args []Word) {
+	i := 0
+	if i < len(args) && args[i].Value == "-" {
+		i++
+	}
+	i++ // group
+	if i < len(args) && args[i].Value == "-c" {
+		i++
+	}
+	if i < len(args) {
+		a.wrapperFlags(idx, i)
+		a.shellString(c, idx, joinWords(args[i:]), "sg", nil)
+	}
+}
+
+// commandStart: command -v only looks the name up.
+func commandStart(_ *analyzer, _ ctx, _ int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if s.r.has("v", "V") {
+		return rest, stepDone
+	}
+	return rest, stepWrap
+}
+
+// envStart skips env's NAME=value words and handles env -S.
+func (a *analyzer) envStart(c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	rest = a.assignPrefix(c, idx, rest, s.si == 0)
+	if s.si == 0 {
+		if sv, ok := s.r.val("S", "split-string"); ok {
+			a.envSplit(c, idx, sv, rest)
+			return rest, stepDone
+		}
+	}
+	return rest, stepWrap
+}
+
+// sudoStart skips sudo's NAME=value words and handles the options that run
+// no command or a shell.
+func (a *analyzer) sudoStart(c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	rest = a.assignPrefix(c, idx, rest, s.si == 0)
+	if s.si != 0 {
+		return rest, stepWrap
+	}
+	r := s.r
+	if r.has("e", "edit", "v", "validate", "k", "K", "remove-timestamp", "reset-timestamp") && len(rest) == 0 {
+		return rest, stepDone
+	}
+	if r.has("s", "i", wShell, "login") {
+		if len(rest) == 0 {
+			a.stdinCode(c, idx, s.name, true)
+		} else {
+			via := "sudo -s"
+			if r.has("i", "login") {
+				via = "sudo -i"
+			}
+			a.shellString(c, idx, joinWords(rest), via, nil)
+		}
+		return rest, stepDone
+	}
+	return rest, stepWrap
+}
+
+// doasStart: doas -s without a command runs a shell.
+func (a *analyzer) doasStart(c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if s.si == 0 && s.r.has("s") && len(rest) == 0 {
+		a.stdinCode(c, idx, s.name, true)
+		return rest, stepDone
+	}
+	return rest, stepWrap
+}
+
+// timeStart records time -o FILE as a redirection.
+func (a *analyzer) timeStart(_ ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if f, ok := s.r.val("o", "output"); ok && s.si == 0 {
+		a.addCmdRedirect(idx, Redirect{Op: "-o", FD: -1, Target: f, Write: true})
+	}
+	return rest, stepWrap
+}
+
+// flockStart handles flock LOCK -c COMMAND.
+func (a *analyzer) flockStart(c ctx, idx int, _ wrapState, rest []Word) ([]Word, wrapStep) {
+	if len(rest) > 1 && (rest[1].Value == "-c" || rest[1].Value == "--command") {
+		if len(rest) > 2 {
+			a.shellString(c, idx, rest[2], "flock -c", nil)
+		}
+		return rest, stepNext
+	}
+	return rest, stepWrap
+}
+
+// watchStart: watch runs its command through a shell unless -x.
+func (a *analyzer) watchStart(c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if s.r.has("x", wExec) {
+		a.wrapped(c, idx, rest, "watch", c.stdin)
+	} else if len(rest) > 0 {
+		a.shellString(c, idx, joinWords(rest), "watch", nil)
+	}
+	return rest, stepNext
+}
+
+// suStart handles su and runuser: -c COMMAND, runuser -u USER COMMAND, or
+// a shell.
+func (a *analyzer) suStart(c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	r := s.r
+	if cmd, ok := r.val("c", wCommand, "C", "session-command"); ok {
+		a.shellString(c, idx, cmd, s.name+" -c", nil)
+		return rest, stepDone
+	}
+	if s.name == "runuser" && r.has("u", wUser) && len(r.operands) > 0 {
+		a.wrapped(c, idx, s.args[r.operands[0]:], "", c.stdin)
+		return rest, stepDone
+	}
+	a.stdinCode(c, idx, s.name, true)
+	return rest, stepDone
+}
+
+// scriptStart handles script [-c COMMAND] [FILE].
+func (a *analyzer) scriptStart(c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	r := s.r
+	if cmd, ok := r.val("c", wCommand); ok {
+		a.shellString(c, idx, cmd, "script -c", nil)
+	} else {
+		a.stdinCode(c, idx, s.name, true)
+	}
+	if len(r.operands) > 0 {
+		a.addCmdRedirect(idx, Redirect{Op: ">", FD: -1, Target: s.args[r.operands[0]], Write: true})
+	}
+	return rest, stepDone
+}
+
+// chrtStart: chrt -p runs nothing; a priority precedes the command.
+func chrtStart(_ *analyzer, _ ctx, _ int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if s.r.has("p", wPid) {
+		return rest, stepDone
+	}
+	if len(rest) > 0 && isDigits(rest[0].Value) {
+		rest = rest[1:]
+	}
+	return rest, stepWrap
+}
+
+// tasksetStart: taskset -p runs nothing.
+func tasksetStart(_ *analyzer, _ ctx, _ int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if s.r.has("p", wPid) {
+		return rest, stepDone
+	}
+	return rest, stepWrap
+}
+
+// ioniceStart: ionice -p/-P/-u without a command runs nothing.
+func ioniceStart(_ *analyzer, _ ctx, _ int, s wrapState, rest []Word) ([]Word, wrapStep) {
+	if s.r.has("p", "P", "u", wPid, "pgid", "uid") && len(rest) == 0 {
+		return rest, stepDone
+	}
+	return rest, stepWrap
 }
 
 func (a *analyzer) addCmdRedirect(idx int, r Redirect) {
