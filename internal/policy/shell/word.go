@@ -803,6 +803,39 @@ func (a *analyzer) paramExp(c ctx, b *wbuilder, x *syntax.ParamExp, quoted bool,
 // paramValue resolves a parameter expansion; list is set for "$@" with known
 // positional parameters.
 func (a *analyzer) paramValue(c ctx, x *syntax.ParamExp, quoted bool) (string, bool, []string) {
+	def := a.paramSubWords(c, x)
+	if x.Param == nil || x.NestedParam != nil || x.Flags != nil || len(x.Modifiers) > 0 {
+		return "", false, nil
+	}
+	name := x.Param.Value
+	if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
+		c.env.unknown(name)
+		return "", false, nil
+	}
+	if x.Excl {
+		// ${!x}: indirection, evaluating x's value as a name (and subscript).
+		if v, ok := a.lookupParam(c, name); ok {
+			a.subscript(c, Word{Value: v})
+		}
+		return "", false, nil
+	}
+	if paramTransformed(x) {
+		return "", false, nil
+	}
+	if x.Exp != nil {
+		v, ok := a.paramExpValue(c, x.Exp.Op, name, def)
+		return v, ok, nil
+	}
+	if (name == "@" || name == "*") && c.env.posKnown && !c.env.poisoned {
+		return positionalValue(c, name, quoted)
+	}
+	v, ok := a.lookupParam(c, name)
+	return v, ok, nil
+}
+
+// paramSubWords analyses the words and arithmetic inside a parameter
+// expansion; it returns the expanded word of ${x op word}.
+func (a *analyzer) paramSubWords(c ctx, x *syntax.ParamExp) Word {
 	if x.Index != nil {
 		a.arith(c, x.Index)
 	}
@@ -822,78 +855,69 @@ func (a *analyzer) paramValue(c ctx, x *syntax.ParamExp, quoted bool) (string, b
 	if x.Exp != nil && x.Exp.Word != nil {
 		def = a.expandWord1(c, x.Exp.Word, modeSingle)
 	}
-	if x.Param == nil || x.NestedParam != nil || x.Flags != nil || len(x.Modifiers) > 0 {
-		return "", false, nil
+	return def
+}
+
+// paramTransformed reports whether a parameter expansion does more than
+// read the value (length, subscript, slice, replacement, zsh flags).
+func paramTransformed(x *syntax.ParamExp) bool {
+	return x.Length || x.Width || x.IsSet || x.Index != nil || x.Slice != nil || x.Repl != nil || x.Names != 0 ||
+		x.Split != syntax.OptUnset || x.GlobSubst != syntax.OptUnset || x.RcExpand != syntax.OptUnset
+}
+
+// paramExpValue resolves ${x op def}. A known value decides ${x:-d},
+// ${x:?msg}, ${x:+alt}; unset and empty are not told apart, so only
+// non-empty values resolve the forms without a colon.
+func (a *analyzer) paramExpValue(c ctx, op syntax.ParExpOperator, name string, def Word) (string, bool) {
+	v, ok := a.lookupParam(c, name)
+	if !ok {
+		return "", false
 	}
-	name := x.Param.Value
-	if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) {
-		c.env.unknown(name)
-		return "", false, nil
-	}
-	if x.Excl {
-		// ${!x}: indirection, evaluating x's value as a name (and subscript).
-		if v, ok := a.lookupParam(c, name); ok {
-			a.subscript(c, Word{Value: v})
+	switch op {
+	case syntax.DefaultUnsetOrNull:
+		if v != "" {
+			return v, true
 		}
-		return "", false, nil
+		if !def.Dynamic {
+			return def.Value, true
+		}
+	case syntax.DefaultUnset, syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
+		if v != "" {
+			return v, true
+		}
+	case syntax.AlternateUnsetOrNull:
+		if v == "" {
+			return "", true
+		}
+		if !def.Dynamic {
+			return def.Value, true
+		}
+	case syntax.AlternateUnset:
+		if v != "" && !def.Dynamic {
+			return def.Value, true
+		}
 	}
-	if x.Length || x.Width || x.IsSet || x.Index != nil || x.Slice != nil || x.Repl != nil || x.Names != 0 ||
-		x.Split != syntax.OptUnset || x.GlobSubst != syntax.OptUnset || x.RcExpand != syntax.OptUnset {
-		return "", false, nil
+	return "", false
+}
+
+// positionalValue resolves $@ and $* (name) from known positional
+// parameters.
+func positionalValue(c ctx, name string, quoted bool) (string, bool, []string) {
+	if name == "@" && quoted {
+		if len(c.env.pos) == 0 {
+			return "", true, nil
+		}
+		return "", true, c.env.pos
 	}
-	if x.Exp != nil {
-		// A known value decides ${x:-d}, ${x:?msg}, ${x:+alt}; unset and
-		// empty are not told apart, so only non-empty values resolve the
-		// forms without a colon.
-		v, ok := a.lookupParam(c, name)
+	sep := " "
+	if name == "*" && quoted {
+		ifs, ok := c.env.lookup("IFS")
 		if !ok {
 			return "", false, nil
 		}
-		switch x.Exp.Op {
-		case syntax.DefaultUnsetOrNull:
-			if v != "" {
-				return v, true, nil
-			}
-			if !def.Dynamic {
-				return def.Value, true, nil
-			}
-		case syntax.DefaultUnset, syntax.ErrorUnset, syntax.ErrorUnsetOrNull:
-			if v != "" {
-				return v, true, nil
-			}
-		case syntax.AlternateUnsetOrNull:
-			if v == "" {
-				return "", true, nil
-			}
-			if !def.Dynamic {
-				return def.Value, true, nil
-			}
-		case syntax.AlternateUnset:
-			if v != "" && !def.Dynamic {
-				return def.Value, true, nil
-			}
-		}
-		return "", false, nil
+		sep = ifs[:min(1, len(ifs))]
 	}
-	if (name == "@" || name == "*") && c.env.posKnown && !c.env.poisoned {
-		if name == "@" && quoted {
-			if len(c.env.pos) == 0 {
-				return "", true, nil
-			}
-			return "", true, c.env.pos
-		}
-		sep := " "
-		if name == "*" && quoted {
-			if ifs, ok := c.env.lookup("IFS"); ok {
-				sep = ifs[:min(1, len(ifs))]
-			} else {
-				return "", false, nil
-			}
-		}
-		return strings.Join(c.env.pos, sep), true, nil
-	}
-	v, ok := a.lookupParam(c, name)
-	return v, ok, nil
+	return strings.Join(c.env.pos, sep), true, nil
 }
 
 func (a *analyzer) lookupParam(c ctx, name string) (string, bool) {
