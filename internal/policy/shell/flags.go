@@ -55,106 +55,47 @@ func char(c byte) string {
 // (rm --recursive → r). Words after "--" are positionals; dynamic words are
 // positionals.
 func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]string, []Word) {
-	var aliases map[string]string
-	if kind&kindFlagAliases != 0 {
-		aliases = flagAliases[name]
-	}
-	// First pass: count flag letters, and see whether the positionals are
-	// one run of args (then Positionals shares Args' memory).
-	nf, first, last, count, dd := 1, -1, -1, 0, false
-	for i, w := range args {
-		if v := w.Value; !dd && !w.Dynamic && len(v) > 1 && v[0] == '-' && !chmodLikeMode(name, v) {
-			if v == "--" {
-				dd = true
-			} else if v[1] == '-' {
-				nf++
-			} else {
-				nf += len(v) - 1
-			}
-			continue
-		}
-		if first < 0 {
-			first = i
-		}
-		last = i
-		count++
-	}
-	contiguous := count == 0 || count == last-first+1
-	if nf == 1 && !dd {
+	fc := countFlags(name, args)
+	if fc.nf == 1 && !fc.dd {
 		// No flags.
 		if name == wGit {
 			return gitPushPlus(nil, args), args
 		}
 		return nil, args
 	}
-	flags := a.stringsN(nf)
-	var pos []Word
-	if !contiguous {
-		pos = a.wordsN(len(args))
+	fn := flagNorm{
+		flags:      a.stringsN(fc.nf),
+		contiguous: fc.contiguous(),
+		singleDash: kind&kindSingleDash != 0,
+		chmodLike:  name == "chmod" || name == "chown" || name == "chgrp",
 	}
-	var imp map[string][]string
+	if kind&kindFlagAliases != 0 {
+		fn.aliases = flagAliases[name]
+	}
+	if !fn.contiguous {
+		fn.pos = a.wordsN(len(args))
+	}
 	if name == "cp" {
-		imp = implied[name]
+		fn.imp = implied[name]
 	}
-	special := aliases != nil || imp != nil
-	add := func(f string) {
-		if aliases != nil {
-			if a, ok := aliases[f]; ok {
-				f = a
-			}
-		}
-		flags = append(flags, f)
-		if imp != nil {
-			flags = append(flags, imp[f]...)
-		}
-	}
-	chmodLike := name == "chmod" || name == "chown" || name == "chgrp"
+	fn.special = fn.aliases != nil || fn.imp != nil
 	for i, w := range args {
 		v := w.Value
 		if w.Dynamic || len(v) < 2 || v[0] != '-' {
-			if !contiguous {
-				pos = append(pos, w)
-			}
+			fn.addPos(w)
 			continue
 		}
 		if v == "--" {
-			if !contiguous {
-				pos = append(pos, args[i+1:]...)
-			}
+			fn.addPos(args[i+1:]...)
 			break
 		}
-		if v[1] == '-' {
-			n, _, _ := strings.Cut(v[2:], "=")
-			add(n)
-			continue
-		}
-		if kind&kindSingleDash != 0 {
-			add(v[1:])
-			continue
-		}
-		if isDigits(v[1:]) {
-			add(v[1:]) // head -20, kill -9
-			continue
-		}
-		if chmodLike && strings.Trim(v[1:], chmodFlags) != "" {
-			if !contiguous {
-				pos = append(pos, w) // a mode like -w or -rwx
-			}
-			continue
-		}
-		if special {
-			for j := 1; j < len(v); j++ {
-				add(char(v[j]))
-			}
-		} else {
-			for j := 1; j < len(v); j++ {
-				flags = append(flags, char(v[j]))
-			}
-		}
+		fn.option(w)
 	}
-	if contiguous && count > 0 {
-		pos = args[first : last+1 : last+1]
+	pos := fn.pos
+	if fn.contiguous && fc.count > 0 {
+		pos = args[fc.first : fc.last+1 : fc.last+1]
 	}
+	flags := fn.flags
 	if name == wGit {
 		flags = gitPushPlus(flags, pos)
 	}
@@ -162,6 +103,98 @@ func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]str
 		flags = nil
 	}
 	return sortDedup(flags), pos
+}
+
+// flagCount is normalizeFlags' first pass: it counts flag letters, and sees
+// whether the positionals are one run of args (then Positionals shares Args'
+// memory).
+type flagCount struct {
+	nf                 int // flag letters, plus one
+	first, last, count int // the first and last positional, and how many
+	dd                 bool
+}
+
+func countFlags(name string, args []Word) flagCount {
+	fc := flagCount{nf: 1, first: -1, last: -1}
+	for i, w := range args {
+		if v := w.Value; !fc.dd && !w.Dynamic && len(v) > 1 && v[0] == '-' && !chmodLikeMode(name, v) {
+			if v == "--" {
+				fc.dd = true
+			} else if v[1] == '-' {
+				fc.nf++
+			} else {
+				fc.nf += len(v) - 1
+			}
+			continue
+		}
+		if fc.first < 0 {
+			fc.first = i
+		}
+		fc.last = i
+		fc.count++
+	}
+	return fc
+}
+
+// contiguous reports whether the positionals are one run of args.
+func (fc flagCount) contiguous() bool {
+	return fc.count == 0 || fc.count == fc.last-fc.first+1
+}
+
+// flagNorm collects normalizeFlags' flags and positionals.
+type flagNorm struct {
+	flags      []string
+	pos        []Word // only when the positionals are not contiguous
+	aliases    map[string]string
+	imp        map[string][]string
+	special    bool // aliases or imp are set
+	contiguous bool
+	singleDash bool
+	chmodLike  bool
+}
+
+// add adds flag f, through the aliases, with the flags it implies.
+func (fn *flagNorm) add(f string) {
+	if fn.aliases != nil {
+		if a, ok := fn.aliases[f]; ok {
+			f = a
+		}
+	}
+	fn.flags = append(fn.flags, f)
+	if fn.imp != nil {
+		fn.flags = append(fn.flags, fn.imp[f]...)
+	}
+}
+
+// addPos adds positionals when they are not contiguous.
+func (fn *flagNorm) addPos(w ...Word) {
+	if !fn.contiguous {
+		fn.pos = append(fn.pos, w...)
+	}
+}
+
+// option adds the flags of an option word (not "--").
+func (fn *flagNorm) option(w Word) {
+	v := w.Value
+	switch {
+	case v[1] == '-':
+		n, _, _ := strings.Cut(v[2:], "=")
+		fn.add(n)
+	case fn.singleDash:
+		fn.add(v[1:])
+	case isDigits(v[1:]):
+		fn.add(v[1:]) // head -20, kill -9
+	case fn.chmodLike && strings.Trim(v[1:], chmodFlags) != "":
+		fn.addPos(w) // a mode like -w or -rwx
+	case fn.special:
+		for j := 1; j < len(v); j++ {
+			fn.add(char(v[j]))
+		}
+	default:
+		for j := 1; j < len(v); j++ {
+			fn.flags = append(fn.flags, char(v[j]))
+		}
+	}
 }
 
 // chmodLikeMode reports a chmod-style mode word (-w, -rwx), which is a
