@@ -95,84 +95,20 @@ func (fp *fastParser) lex(src string) bool {
 	fp.toks, fp.parts = fp.toks[:0], fp.parts[:0]
 	i := 0
 	for i < len(src) {
-		c := src[i]
-		switch c {
-		case ' ', '\t':
-			i++
-			continue
-		case '|':
-			if i+1 < len(src) && src[i+1] == '|' {
-				fp.toks = append(fp.toks, fastTok{kind: ftOr})
-				i += 2
-				continue
-			}
-			if i+1 < len(src) && src[i+1] == '&' {
-				return false // |&
-			}
-			fp.toks = append(fp.toks, fastTok{kind: ftPipe})
-			i++
-			continue
-		case '&':
-			if i+1 < len(src) && src[i+1] == '&' {
-				fp.toks = append(fp.toks, fastTok{kind: ftAnd})
-				i += 2
-				continue
-			}
-			return false // background, &>
-		case ';':
-			if i+1 < len(src) && (src[i+1] == ';' || src[i+1] == '&' || src[i+1] == '|') {
-				return false
-			}
-			fp.toks = append(fp.toks, fastTok{kind: ftSemi})
-			i++
-			continue
-		case '>', '<':
-			if !fp.redir(src, &i, "") {
-				return false
-			}
+		j, isOp, ok := fp.lexOp(src, i)
+		if !ok {
+			return false
+		}
+		if isOp {
+			i = j
 			continue
 		}
 		// A word.
 		p0 := len(fp.parts)
 		start := i
-		for i < len(src) {
-			c := src[i]
-			switch {
-			case plainByte[c]:
-				j := i
-				for j < len(src) && plainByte[src[j]] {
-					j++
-				}
-				fp.parts = append(fp.parts, fastPart{fpLit, src[i:j]})
-				i = j
-			case c == '\'':
-				j := i + 1
-				for j < len(src) && src[j] != '\'' {
-					if b := src[j]; (b < 0x20 && b != '\t') || b == 0x7f {
-						return false // control bytes: the full parser decides
-					}
-					j++
-				}
-				if j >= len(src) {
-					return false
-				}
-				fp.parts = append(fp.parts, fastPart{fpSgl, src[i+1 : j]})
-				i = j + 1
-			case c == '"':
-				j := i + 1
-				for j < len(src) && dqByte(src[j]) {
-					j++
-				}
-				if j >= len(src) || src[j] != '"' {
-					return false
-				}
-				fp.parts = append(fp.parts, fastPart{fpDbl, src[i+1 : j]})
-				i = j + 1
-			default:
-				goto end
-			}
+		if i, ok = fp.lexWord(src, i); !ok {
+			return false
 		}
-	end:
 		if i == start {
 			return false // a byte outside the subset
 		}
@@ -191,6 +127,88 @@ func (fp *fastParser) lex(src string) bool {
 		fp.toks = append(fp.toks, fastTok{kind: ftWord, p0: int32(p0), p1: int32(len(fp.parts))})
 	}
 	return true
+}
+
+// lexOp lexes a blank or an operator at src[i]. It returns the index after
+// it and whether there was one; ok is false for anything outside the subset.
+func (fp *fastParser) lexOp(src string, i int) (next int, isOp, ok bool) {
+	next1 := byte(0)
+	if i+1 < len(src) {
+		next1 = src[i+1]
+	}
+	switch src[i] {
+	case ' ', '\t':
+		return i + 1, true, true
+	case '|':
+		switch next1 {
+		case '|':
+			fp.toks = append(fp.toks, fastTok{kind: ftOr})
+			return i + 2, true, true
+		case '&':
+			return i, true, false // |&
+		}
+		fp.toks = append(fp.toks, fastTok{kind: ftPipe})
+		return i + 1, true, true
+	case '&':
+		if next1 == '&' {
+			fp.toks = append(fp.toks, fastTok{kind: ftAnd})
+			return i + 2, true, true
+		}
+		return i, true, false // background, &>
+	case ';':
+		if next1 == ';' || next1 == '&' || next1 == '|' {
+			return i, true, false
+		}
+		fp.toks = append(fp.toks, fastTok{kind: ftSemi})
+		return i + 1, true, true
+	case '>', '<':
+		ok := fp.redir(src, &i, "")
+		return i, true, ok
+	}
+	return i, false, true
+}
+
+// lexWord lexes the parts of a word from src[i]; it returns the index after
+// them, and ok false for anything outside the subset.
+func (fp *fastParser) lexWord(src string, i int) (int, bool) {
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case plainByte[c]:
+			j := i
+			for j < len(src) && plainByte[src[j]] {
+				j++
+			}
+			fp.parts = append(fp.parts, fastPart{fpLit, src[i:j]})
+			i = j
+		case c == '\'':
+			j := i + 1
+			for j < len(src) && src[j] != '\'' {
+				if b := src[j]; (b < 0x20 && b != '\t') || b == 0x7f {
+					return i, false // control bytes: the full parser decides
+				}
+				j++
+			}
+			if j >= len(src) {
+				return i, false
+			}
+			fp.parts = append(fp.parts, fastPart{fpSgl, src[i+1 : j]})
+			i = j + 1
+		case c == '"':
+			j := i + 1
+			for j < len(src) && dqByte(src[j]) {
+				j++
+			}
+			if j >= len(src) || src[j] != '"' {
+				return i, false
+			}
+			fp.parts = append(fp.parts, fastPart{fpDbl, src[i+1 : j]})
+			i = j + 1
+		default:
+			return i, true
+		}
+	}
+	return i, true
 }
 
 // redir lexes a redirection operator at src[*i] and the word after it.
