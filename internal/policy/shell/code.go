@@ -575,22 +575,12 @@ func awkRunsCode(p string) bool {
 		case ch == '\\' && i+1 < len(p) && p[i+1] == '\n':
 			i++
 		case ch == '#':
-			for i+1 < len(p) && p[i+1] != '\n' {
-				i++
-			}
+			i = awkSkipComment(p, i)
 		case ch == '"':
-			for i++; i < len(p) && p[i] != '"'; i++ {
-				if p[i] == '\\' {
-					i++
-				}
-			}
+			i = awkSkipQuoted(p, i, false)
 			prev = '"'
 		case ch == '/' && strings.IndexByte("(,{};\n~!&|?:=}", prev) >= 0:
-			for i++; i < len(p) && p[i] != '/' && p[i] != '\n'; i++ {
-				if p[i] == '\\' {
-					i++
-				}
-			}
+			i = awkSkipQuoted(p, i, true)
 			prev = ')'
 		case ch == '|':
 			if i+1 < len(p) && p[i+1] == '|' {
@@ -601,11 +591,8 @@ func awkRunsCode(p string) bool {
 			return true
 		case ch == '@':
 			return true
-		case ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z':
-			j := i
-			for j < len(p) && (p[j] == '_' || p[j] >= 'a' && p[j] <= 'z' || p[j] >= 'A' && p[j] <= 'Z' || p[j] >= '0' && p[j] <= '9') {
-				j++
-			}
+		case awkNameStart(ch):
+			j := awkNameEnd(p, i)
 			if p[i:j] == "system" {
 				return true
 			}
@@ -616,6 +603,40 @@ func awkRunsCode(p string) bool {
 		}
 	}
 	return false
+}
+
+// awkSkipComment returns the index of the last byte of the comment at p[i].
+func awkSkipComment(p string, i int) int {
+	for i+1 < len(p) && p[i+1] != '\n' {
+		i++
+	}
+	return i
+}
+
+// awkSkipQuoted returns the index of the closing quote of the string (or,
+// if regex, the regular expression, which also ends at a newline) opened at
+// p[i], or len(p) if it is not closed.
+func awkSkipQuoted(p string, i int, regex bool) int {
+	q := p[i]
+	for i++; i < len(p) && p[i] != q && (!regex || p[i] != '\n'); i++ {
+		if p[i] == '\\' {
+			i++
+		}
+	}
+	return i
+}
+
+// awkNameStart reports whether ch starts a name.
+func awkNameStart(ch byte) bool {
+	return ch == '_' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z'
+}
+
+// awkNameEnd returns the index after the name at p[i].
+func awkNameEnd(p string, i int) int {
+	for i < len(p) && (awkNameStart(p[i]) || p[i] >= '0' && p[i] <= '9') {
+		i++
+	}
+	return i
 }
 
 var sedSpec = optSpec{
