@@ -308,60 +308,86 @@ func (a *analyzer) interpCmd(c ctx, idx int, name string, spec *interpSpec, args
 			a.fileCode(c, idx, name, w, false)
 			return
 		}
+		var done bool
 		if v[1] == '-' {
-			n, _, hasEq := strings.Cut(v[2:], "=")
-			for _, l := range spec.codeLong {
-				if n == l {
-					a.setCode(idx, CodeInline)
-					return
-				}
-			}
-			if _, k := spec.opts.longKind(n); k == optVal && !hasEq {
-				i++
-			}
-			continue
+			i, done = a.interpLong(idx, spec, v, i)
+		} else {
+			i, done = a.interpCluster(c, idx, name, spec, args, i)
 		}
-	cluster:
-		for j := 1; j < len(v); j++ {
-			ch := v[j]
-			switch {
-			case strings.IndexByte(spec.code, ch) >= 0:
-				a.setCode(idx, CodeInline)
-				return
-			case strings.IndexByte(spec.stop, ch) >= 0:
-				return
-			case strings.IndexByte(spec.fileOpt, ch) >= 0:
-				if j+1 < len(v) {
-					a.fileCode(c, idx, name, litWord(v[j+1:]), false)
-				} else if i+1 < len(args) {
-					a.fileCode(c, idx, name, args[i+1], false)
-				}
-				return
-			case strings.IndexByte(spec.opts.shortVal, ch) >= 0:
-				if j+1 == len(v) {
-					i++
-				}
-				break cluster
-			case strings.IndexByte(spec.opts.shortOpt, ch) >= 0:
-				break cluster
-			case strings.IndexByte(spec.digits, ch) >= 0:
-				// Optional attached digits (octal for -0, or x and hex).
-				if ch == '0' && j+1 < len(v) && (v[j+1] == 'x' || v[j+1] == 'X') {
-					j++
-					for j+1 < len(v) && isHex(v[j+1]) {
-						j++
-					}
-					continue
-				}
-				for j+1 < len(v) && v[j+1] >= '0' && v[j+1] <= '9' {
-					j++
-				}
-			}
+		if done {
+			return
 		}
 	}
 	if !spec.noStdin {
 		a.stdinCode(c, idx, name, false)
 	}
+}
+
+// interpLong handles an interpreter's long option v at args[i]. It returns
+// the index of the last word the option uses, and done when the analysis
+// is over.
+func (a *analyzer) interpLong(idx int, spec *interpSpec, v string, i int) (int, bool) {
+	n, _, hasEq := strings.Cut(v[2:], "=")
+	for _, l := range spec.codeLong {
+		if n == l {
+			a.setCode(idx, CodeInline)
+			return i, true
+		}
+	}
+	if _, k := spec.opts.longKind(n); k == optVal && !hasEq {
+		i++
+	}
+	return i, false
+}
+
+// interpCluster handles an interpreter's cluster of short options at
+// args[i]. It returns the index of the last word the options use, and done
+// when the analysis is over.
+func (a *analyzer) interpCluster(c ctx, idx int, name string, spec *interpSpec, args []Word, i int) (int, bool) {
+	v := args[i].Value
+	for j := 1; j < len(v); j++ {
+		ch := v[j]
+		switch {
+		case strings.IndexByte(spec.code, ch) >= 0:
+			a.setCode(idx, CodeInline)
+			return i, true
+		case strings.IndexByte(spec.stop, ch) >= 0:
+			return i, true
+		case strings.IndexByte(spec.fileOpt, ch) >= 0:
+			if j+1 < len(v) {
+				a.fileCode(c, idx, name, litWord(v[j+1:]), false)
+			} else if i+1 < len(args) {
+				a.fileCode(c, idx, name, args[i+1], false)
+			}
+			return i, true
+		case strings.IndexByte(spec.opts.shortVal, ch) >= 0:
+			if j+1 == len(v) {
+				i++
+			}
+			return i, false
+		case strings.IndexByte(spec.opts.shortOpt, ch) >= 0:
+			return i, false
+		case strings.IndexByte(spec.digits, ch) >= 0:
+			j = skipOptDigits(v, j)
+		}
+	}
+	return i, false
+}
+
+// skipOptDigits returns the index of the last of the optional digits
+// attached to the option at v[j] (octal for -0, or x and hex).
+func skipOptDigits(v string, j int) int {
+	if v[j] == '0' && j+1 < len(v) && (v[j+1] == 'x' || v[j+1] == 'X') {
+		j++
+		for j+1 < len(v) && isHex(v[j+1]) {
+			j++
+		}
+		return j
+	}
+	for j+1 < len(v) && v[j+1] >= '0' && v[j+1] <= '9' {
+		j++
+	}
+	return j
 }
 
 // pwshCmd handles PowerShell: -Command / -EncodedCommand are inline code;
