@@ -400,8 +400,7 @@ func (a *analyzer) pwshCmd(c ctx, idx int, name string, args []Word) {
 			return
 		}
 		v := w.Value
-		isOpt := strings.HasPrefix(v, "-") || (name == wPowershell && strings.HasPrefix(v, "/") && len(v) > 1 && !strings.Contains(v[1:], "/"))
-		if !isOpt || v == "-" {
+		if !pwshIsOpt(name, v) || v == "-" {
 			if name == wPowershell {
 				a.setCode(idx, CodeInline)
 			} else {
@@ -413,30 +412,75 @@ func (a *analyzer) pwshCmd(c ctx, idx int, name string, args []Word) {
 		if o, _, _ = strings.Cut(o, ":"); o == "" {
 			continue
 		}
-		switch {
-		case strings.HasPrefix(wCommand, o) || o == "cwa" || strings.HasPrefix("commandwithargs", o):
+		switch pwshOptKind(o) {
+		case pwshCommand:
 			if i+1 < len(args) && args[i+1].Value == "-" {
 				a.stdinCode(c, idx, name, false)
 			} else {
 				a.setCode(idx, CodeInline)
 			}
 			return
-		case o == "e" || o == "ec" || (len(o) >= 2 && strings.HasPrefix("encodedcommand", o)):
+		case pwshEncoded:
 			a.setCode(idx, CodeInline)
 			return
-		case strings.HasPrefix(wFile, o):
+		case pwshFile:
 			if i+1 < len(args) {
 				a.fileCode(c, idx, name, args[i+1], false)
 			}
 			return
-		case strings.HasPrefix("executionpolicy", o) || o == "ep" || strings.HasPrefix("windowstyle", o) ||
-			strings.HasPrefix(wVersion, o) || strings.HasPrefix("inputformat", o) || strings.HasPrefix("outputformat", o) ||
-			o == "of" || o == "if" || strings.HasPrefix("configurationname", o) || strings.HasPrefix("workingdirectory", o) ||
-			o == "wd" || strings.HasPrefix("settingsfile", o) || strings.HasPrefix("custompipename", o):
+		case pwshValue:
 			i++
 		}
 	}
 	a.stdinCode(c, idx, name, false)
+}
+
+// pwshIsOpt reports whether v is an option: -x, or /x for Windows
+// PowerShell.
+func pwshIsOpt(name, v string) bool {
+	return strings.HasPrefix(v, "-") || (name == wPowershell && strings.HasPrefix(v, "/") && len(v) > 1 && !strings.Contains(v[1:], "/"))
+}
+
+// pwshOpt classifies PowerShell options.
+type pwshOpt int
+
+const (
+	pwshOther   pwshOpt = iota
+	pwshCommand         // -Command, -CommandWithArgs
+	pwshEncoded         // -EncodedCommand
+	pwshFile            // -File
+	pwshValue           // an option taking a value
+)
+
+// pwshOptKind classifies option o (lower case, without dashes or :value);
+// PowerShell accepts unambiguous prefixes.
+func pwshOptKind(o string) pwshOpt {
+	switch {
+	case strings.HasPrefix(wCommand, o) || o == "cwa" || strings.HasPrefix("commandwithargs", o):
+		return pwshCommand
+	case o == "e" || o == "ec" || (len(o) >= 2 && strings.HasPrefix("encodedcommand", o)):
+		return pwshEncoded
+	case strings.HasPrefix(wFile, o):
+		return pwshFile
+	case pwshValueOpt(o):
+		return pwshValue
+	}
+	return pwshOther
+}
+
+// pwshValueOpt reports whether o is an option taking a value.
+func pwshValueOpt(o string) bool {
+	switch o {
+	case "ep", "of", "if", "wd":
+		return true
+	}
+	for _, full := range []string{"executionpolicy", "windowstyle", wVersion, "inputformat", "outputformat",
+		"configurationname", "workingdirectory", "settingsfile", "custompipename"} {
+		if strings.HasPrefix(full, o) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *analyzer) denoCmd(c ctx, idx int, args []Word) {
