@@ -347,65 +347,89 @@ var varBuiltins = map[string]bool{
 // assignedNames lists the variables a loop may assign; all reports that it
 // may assign any (eval, source, a function call, a dynamic command).
 func (a *analyzer) assignedNames(n syntax.Node) (names []string, all bool) {
-	syntax.Walk(n, func(n syntax.Node) bool {
-		if all {
-			return false
+	nc := nameCollector{a: a}
+	syntax.Walk(n, nc.visit)
+	return nc.names, nc.all
+}
+
+// nameCollector is assignedNames' walk.
+type nameCollector struct {
+	a     *analyzer
+	names []string
+	all   bool
+}
+
+func (nc *nameCollector) visit(n syntax.Node) bool {
+	if nc.all {
+		return false
+	}
+	switch x := n.(type) {
+	case *syntax.CmdSubst:
+		return x.TempFile || x.ReplyVar // otherwise a subshell
+	case *syntax.CallExpr:
+		nc.call(x)
+	default:
+		nc.node(n)
+	}
+	return true
+}
+
+// node collects the names that assignments, loops, arithmetic and ${x=v}
+// assign.
+func (nc *nameCollector) node(n syntax.Node) {
+	switch x := n.(type) {
+	case *syntax.Assign:
+		if x.Name != nil {
+			nc.names = append(nc.names, x.Name.Value)
+		} else if x.Naked {
+			nc.all = true // declare "$x"
 		}
-		switch x := n.(type) {
-		case *syntax.Assign:
-			if x.Name != nil {
-				names = append(names, x.Name.Value)
-			} else if x.Naked {
-				all = true // declare "$x"
-			}
-		case *syntax.WordIter:
-			names = append(names, x.Name.Value)
-		case *syntax.BinaryArithm:
-			if isAssignOp(x.Op) {
-				if w, ok := x.X.(*syntax.Word); ok {
-					names = append(names, w.Lit())
+	case *syntax.WordIter:
+		nc.names = append(nc.names, x.Name.Value)
+	case *syntax.BinaryArithm:
+		if isAssignOp(x.Op) {
+			nc.arithTarget(x.X)
+		}
+	case *syntax.UnaryArithm:
+		if x.Op == syntax.Inc || x.Op == syntax.Dec {
+			nc.arithTarget(x.X)
+		}
+	case *syntax.ParamExp:
+		if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
+			nc.names = append(nc.names, x.Param.Value)
+		}
+	}
+}
+
+// arithTarget collects the variable an arithmetic assignment assigns.
+func (nc *nameCollector) arithTarget(e syntax.ArithmExpr) {
+	if w, ok := e.(*syntax.Word); ok {
+		nc.names = append(nc.names, w.Lit())
+	}
+}
+
+// call collects the names a command may assign.
+func (nc *nameCollector) call(x *syntax.CallExpr) {
+	if len(x.Args) == 0 {
+		return
+	}
+	first := x.Args[0].Lit()
+	name := strings.ToLower(first)
+	switch {
+	case first == "" || name == wEval || name == wSource || name == "." || nc.a.funcs[first]:
+		nc.all = true
+	case varBuiltins[name] || name == wCommand || name == "builtin":
+		for _, w := range x.Args[1:] {
+			if l := w.Lit(); l != "" {
+				if i := strings.IndexAny(l, "=["); i > 0 {
+					l = l[:i]
 				}
-			}
-		case *syntax.UnaryArithm:
-			if x.Op == syntax.Inc || x.Op == syntax.Dec {
-				if w, ok := x.X.(*syntax.Word); ok {
-					names = append(names, w.Lit())
-				}
-			}
-		case *syntax.ParamExp:
-			if x.Exp != nil && (x.Exp.Op == syntax.AssignUnset || x.Exp.Op == syntax.AssignUnsetOrNull) && x.Param != nil {
-				names = append(names, x.Param.Value)
-			}
-		case *syntax.CmdSubst:
-			if x.TempFile || x.ReplyVar {
-				return true
-			}
-			return false // a subshell
-		case *syntax.CallExpr:
-			if len(x.Args) == 0 {
-				return true
-			}
-			first := x.Args[0].Lit()
-			name := strings.ToLower(first)
-			switch {
-			case first == "" || name == wEval || name == wSource || name == "." || a.funcs[first]:
-				all = true
-			case varBuiltins[name] || name == wCommand || name == "builtin":
-				for _, w := range x.Args[1:] {
-					if l := w.Lit(); l != "" {
-						if i := strings.IndexAny(l, "=["); i > 0 {
-							l = l[:i]
-						}
-						names = append(names, l)
-					} else {
-						all = true
-					}
-				}
+				nc.names = append(nc.names, l)
+			} else {
+				nc.all = true
 			}
 		}
-		return true
-	})
-	return names, all
+	}
 }
 
 func isAssignOp(op syntax.BinAritOperator) bool {
