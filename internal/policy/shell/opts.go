@@ -120,11 +120,6 @@ func containsInt(s []int, v int) bool {
 
 func (s *optSpec) scanFrom(args []Word, i int, r *optScan) (int, []int) {
 	var alts []int
-	ev := func(e optEvent) {
-		if r != nil {
-			r.events = append(r.events, e)
-		}
-	}
 	for i < len(args) {
 		w := args[i]
 		if w.Dynamic {
@@ -132,20 +127,10 @@ func (s *optSpec) scanFrom(args []Word, i int, r *optScan) (int, []int) {
 		}
 		v := w.Value
 		if v == "--" {
-			if r != nil {
-				r.dashdash = true
-			}
-			i++
-			if s.permute && r != nil {
-				for j := i; j < len(args); j++ {
-					r.operands = append(r.operands, j)
-				}
-				i = len(args)
-			}
-			break
+			return s.scanDashDash(args, i, r), alts
 		}
 		if v == "-" && s.dashIsOpt {
-			ev(optEvent{name: "-"})
+			r.emit(optEvent{name: "-"})
 			i++
 			continue
 		}
@@ -159,69 +144,104 @@ func (s *optSpec) scanFrom(args []Word, i int, r *optScan) (int, []int) {
 			}
 			break
 		}
-		if s.numeric && isDigits(v[1:]) {
-			ev(optEvent{name: v[1:]})
+		switch {
+		case s.numeric && isDigits(v[1:]):
+			r.emit(optEvent{name: v[1:]})
 			i++
-			continue
+		case v[1] == '-':
+			i, alts = s.scanLong(args, i, r, alts)
+		default:
+			i, alts = s.scanCluster(args, i, r, alts)
 		}
-		if v[1] == '-' {
-			name, val, hasEq := strings.Cut(v[2:], "=")
-			canon, kind := s.longKind(name)
-			e := optEvent{name: canon}
-			if hasEq {
-				e.val, e.hasVal = litWord(val), true
-			}
-			switch kind {
-			case optVal:
-				if !hasEq && i+1 < len(args) {
-					e.val, e.hasVal = args[i+1], true
-					i++
-				}
-			case optUnknown:
-				if !hasEq {
-					alts = appendAlts(alts, i, s.multiVal)
-				}
-			}
-			ev(e)
-			i++
-			continue
-		}
-		next := i + 1
-		for j := 1; j < len(v); j++ {
-			ch := v[j]
-			name := v[j : j+1]
-			switch {
-			case strings.IndexByte(s.shortVal, ch) >= 0:
-				e := optEvent{name: name, hasVal: true}
-				if j+1 < len(v) {
-					e.val = litWord(v[j+1:])
-				} else if i+1 < len(args) {
-					e.val = args[i+1]
-					next = i + 2
-				} else {
-					e.hasVal = false
-				}
-				ev(e)
-				j = len(v)
-			case strings.IndexByte(s.shortOpt, ch) >= 0:
-				e := optEvent{name: name}
-				if j+1 < len(v) {
-					e.val, e.hasVal = litWord(v[j+1:]), true
-				}
-				ev(e)
-				j = len(v)
-			case strings.IndexByte(s.shortNone, ch) >= 0:
-				ev(optEvent{name: name})
-			default:
-				ev(optEvent{name: name})
-				if j == len(v)-1 {
-					alts = appendAlts(alts, i, s.multiVal)
-				}
-			}
-		}
-		i = next
 	}
 	return i, alts
+}
+
+// emit records an event; r may be nil.
+func (r *optScan) emit(e optEvent) {
+	if r != nil {
+		r.events = append(r.events, e)
+	}
+}
+
+// scanDashDash handles "--" at args[i]: options end. It returns the index
+// after the options.
+func (s *optSpec) scanDashDash(args []Word, i int, r *optScan) int {
+	if r != nil {
+		r.dashdash = true
+	}
+	i++
+	if s.permute && r != nil {
+		for j := i; j < len(args); j++ {
+			r.operands = append(r.operands, j)
+		}
+		i = len(args)
+	}
+	return i
+}
+
+// scanLong handles the long option at args[i]; it returns the index after
+// it.
+func (s *optSpec) scanLong(args []Word, i int, r *optScan, alts []int) (int, []int) {
+	name, val, hasEq := strings.Cut(args[i].Value[2:], "=")
+	canon, kind := s.longKind(name)
+	e := optEvent{name: canon}
+	if hasEq {
+		e.val, e.hasVal = litWord(val), true
+	}
+	switch kind {
+	case optVal:
+		if !hasEq && i+1 < len(args) {
+			e.val, e.hasVal = args[i+1], true
+			i++
+		}
+	case optUnknown:
+		if !hasEq {
+			alts = appendAlts(alts, i, s.multiVal)
+		}
+	}
+	r.emit(e)
+	return i + 1, alts
+}
+
+// scanCluster handles the cluster of short options at args[i]; it returns
+// the index after the cluster and any separate value it takes.
+func (s *optSpec) scanCluster(args []Word, i int, r *optScan, alts []int) (int, []int) {
+	v := args[i].Value
+	next := i + 1
+	for j := 1; j < len(v); j++ {
+		ch := v[j]
+		name := v[j : j+1]
+		switch {
+		case strings.IndexByte(s.shortVal, ch) >= 0:
+			e := optEvent{name: name, hasVal: true}
+			if j+1 < len(v) {
+				e.val = litWord(v[j+1:])
+			} else if i+1 < len(args) {
+				e.val = args[i+1]
+				next = i + 2
+			} else {
+				e.hasVal = false
+			}
+			r.emit(e)
+			return next, alts
+		case strings.IndexByte(s.shortOpt, ch) >= 0:
+			e := optEvent{name: name}
+			if j+1 < len(v) {
+				e.val, e.hasVal = litWord(v[j+1:]), true
+			}
+			r.emit(e)
+			return next, alts
+		case strings.IndexByte(s.shortNone, ch) >= 0:
+			r.emit(optEvent{name: name})
+		default:
+			r.emit(optEvent{name: name})
+			if j == len(v)-1 {
+				alts = appendAlts(alts, i, s.multiVal)
+			}
+		}
+	}
+	return next, alts
 }
 
 func appendAlts(alts []int, i int, multi bool) []int {
