@@ -1368,7 +1368,37 @@ func (a *analyzer) parallelCmd(c ctx, idx int, args []Word) {
 // findCmd handles find: -exec/-execdir/-ok/-okdir run a command ({} is a
 // dynamic word), -delete is reported as "rm -rf" of the starting points,
 // -fprint/-fls/-fprintf open files for writing.
-func (a *analyzer) findCmd(c ctx, idx int, name string, args []Word) {
+func (a *analyzer) findCmd(c ctx, idx int, _ string, args []Word) {
+	starts, i := findStarts(args)
+	for ; i < len(args); i++ {
+		w := args[i]
+		if w.Dynamic {
+			a.setCode(idx, CodeDynamic) // may be -exec or -delete
+			continue
+		}
+		switch v := w.Value; v {
+		case "-exec", "-execdir", "-ok", "-okdir":
+			i = a.findExec(c, idx, args, i)
+		case "-delete":
+			words := make([]Word, 0, len(starts)+2)
+			words = append(words, litWord("rm"), litWord("-rf"))
+			words = append(words, starts...)
+			a.wrapped(c, idx, words, "find -delete", c.stdin)
+		case "-fprint", "-fprint0", "-fls", "-fprintf":
+			if i+1 < len(args) {
+				a.addCmdRedirect(idx, Redirect{Op: v, FD: -1, Target: args[i+1], Write: true})
+				i++
+			}
+			if v == "-fprintf" {
+				i++
+			}
+		}
+	}
+}
+
+// findStarts returns find's starting points (. if none) and the index of
+// the expression after them.
+func findStarts(args []Word) ([]Word, int) {
 	i := 0
 	for i < len(args) && !args[i].Dynamic {
 		v := args[i].Value
@@ -1393,41 +1423,24 @@ func (a *analyzer) findCmd(c ctx, idx int, name string, args []Word) {
 	if len(starts) == 0 {
 		starts = []Word{litWord(".")}
 	}
-	for ; i < len(args); i++ {
-		w := args[i]
-		if w.Dynamic {
-			a.setCode(idx, CodeDynamic) // may be -exec or -delete
-			continue
+	return starts, i
+}
+
+// findExec analyses the command of the -exec-like action at args[i]; it
+// returns the index of the terminating ; or +.
+func (a *analyzer) findExec(c ctx, idx int, args []Word, i int) int {
+	j := i + 1
+	var words []Word
+	for ; j < len(args); j++ {
+		x := args[j]
+		if !x.Dynamic && (x.Value == ";" || (x.Value == "+" && j > i+1 && args[j-1].Value == "{}")) {
+			break
 		}
-		switch v := w.Value; v {
-		case "-exec", "-execdir", "-ok", "-okdir":
-			j := i + 1
-			var words []Word
-			for ; j < len(args); j++ {
-				x := args[j]
-				if !x.Dynamic && (x.Value == ";" || (x.Value == "+" && j > i+1 && args[j-1].Value == "{}")) {
-					break
-				}
-				if strings.Contains(x.Value, "{}") {
-					x = replaceDyn(x, "{}")
-				}
-				words = append(words, x)
-			}
-			a.wrapped(c, idx, words, "find "+v, c.stdin)
-			i = j
-		case "-delete":
-			words := make([]Word, 0, len(starts)+2)
-			words = append(words, litWord("rm"), litWord("-rf"))
-			words = append(words, starts...)
-			a.wrapped(c, idx, words, "find -delete", c.stdin)
-		case "-fprint", "-fprint0", "-fls", "-fprintf":
-			if i+1 < len(args) {
-				a.addCmdRedirect(idx, Redirect{Op: v, FD: -1, Target: args[i+1], Write: true})
-				i++
-			}
-			if v == "-fprintf" {
-				i++
-			}
+		if strings.Contains(x.Value, "{}") {
+			x = replaceDyn(x, "{}")
 		}
+		words = append(words, x)
 	}
+	a.wrapped(c, idx, words, "find "+args[i].Value, c.stdin)
+	return j
 }
