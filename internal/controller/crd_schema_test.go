@@ -129,7 +129,7 @@ var _ = Describe("CRD schema", func() {
 		}),
 		Entry("duplicate rule name", invalidCase{
 			sample: "guardrails_v1alpha1_guardrailpolicy_shell_safety.yaml",
-			mutate: func(o map[string]any) { rules(o)[1].(map[string]any)["name"] = "no-recursive-delete" },
+			mutate: func(o map[string]any) { rules(o)[1].(map[string]any)["name"] = "no-destructive-or-privileged-commands" },
 			field:  "spec.rules",
 		}),
 		Entry("modify on a Deny rule", invalidCase{
