@@ -41,6 +41,7 @@ type options struct {
 	evaluators func(ExternalEvaluatorSpec) Evaluator
 	clock      func() time.Time
 	ttl        time.Duration
+	deadline   time.Duration
 }
 
 // DefaultDecisionTTL is how long a decision may be cached unless WithDecisionTTL says otherwise.
@@ -61,6 +62,16 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.clock 
 
 // WithDecisionTTL sets expires_in of decisions (default DefaultDecisionTTL).
 func WithDecisionTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+
+// DefaultEvalDeadline bounds the evaluation of one decision's CEL expressions and input-guard
+// patterns unless WithEvalDeadline says otherwise.
+const DefaultEvalDeadline = 50 * time.Millisecond
+
+// WithEvalDeadline bounds the evaluation of one decision's CEL expressions and input-guard patterns
+// (default DefaultEvalDeadline; d ≤ 0 keeps the default). An evaluation that passes it fails: the
+// policy's failurePolicy decides (oap.evaluator_error when Closed), and input screening that cannot
+// finish denies with oap.prompt_injection. External evaluators have their own timeouts.
+func WithEvalDeadline(d time.Duration) Option { return func(o *options) { o.deadline = d } }
 
 // FieldError is one compile problem at a field path.
 type FieldError struct {

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/tollgate-dev/tollgate/internal/policy"
@@ -75,4 +76,32 @@ func BenchmarkCompilePolicy(b *testing.B) {
 		}
 		policy.PolicyWarnings(spec)
 	}
+}
+
+// chatText is a realistic user message: prose and code with the words the built-in input patterns
+// start with (you, act, show, print, new, real, do, no, ignore, override, <, [, ###), none of them
+// completing a match.
+const chatText = `Could you show me why the new build fails? I think the real problem is in the parser: do not
+ignore whitespace in the diff, and print the stack trace so we can act on it. There is no cache yet.
+
+### Steps
+1. Run <code>make test</code> and [open the report](report.html).
+2. If you see "override" warnings, check the @Override annotations in Parser.java.
+
+` + "```" + `java
+@Override
+public String toString() { return "Parser[" + name + "]"; } // show the name, no new lines
+` + "```" + `
+Thanks, that should act as a repro. Do you need the full log? Please display the summary only.
+`
+
+// BenchmarkInputGuards1MB is a 1 MiB pre_llm_call message screened with the built-in patterns (the
+// issue's target: ≤ 20 ms).
+func BenchmarkInputGuards1MB(b *testing.B) {
+	msg := strings.Repeat(chatText, (1<<20)/len(chatText)+1)[:1<<20]
+	bundle := policytest.OnePolicyBundle(nil)
+	req := policy.Request{Passport: "agent", Hook: policy.HookPreLLMCall,
+		Messages: []policy.Message{{Role: "user", Content: msg}}}
+	b.SetBytes(int64(len(msg)))
+	benchDecide(b, bundle, req, policy.DecisionAllow)
 }

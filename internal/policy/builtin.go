@@ -75,21 +75,35 @@ var DefaultInputPatterns = []InputPattern{
 		Pattern: `(<\|?\s*(system|im_start)\s*\|?>|\[\s*(system|INST)\s*\]|###\s*system\s*:)`},
 }
 
-// compiledDefaultPatterns are DefaultInputPatterns compiled once (they are constants).
+// compiledDefaultPatterns are DefaultInputPatterns compiled once (they are constants). Each is held
+// to the bounds of a policy's own patterns (a test checks it); one that were not would still be
+// screened, by running it over the whole message.
 var compiledDefaultPatterns = func() []cPattern {
 	out := make([]cPattern, 0, len(DefaultInputPatterns))
 	for i, p := range DefaultInputPatterns {
 		lvl, _ := parseRiskLevel(p.RiskLevel)
-		out = append(out, cPattern{name: p.Name, re: regexp.MustCompile(`(?i)` + p.Pattern), level: lvl,
-			riskType: p.RiskType, defaultIndex: i})
+		sc, err := compileScanner(p.Pattern)
+		if err != nil {
+			sc = &scanner{re: regexp.MustCompile(`(?i)` + p.Pattern)}
+		}
+		out = append(out, cPattern{name: p.Name, scan: sc, level: lvl, riskType: p.RiskType, defaultIndex: i})
 	}
 	return out
+}()
+
+// defaultScanSet screens a message with every default pattern in one pass.
+var defaultScanSet = func() *scanSet {
+	scanners := make([]*scanner, len(compiledDefaultPatterns))
+	for i := range compiledDefaultPatterns {
+		scanners[i] = compiledDefaultPatterns[i].scan
+	}
+	return newScanSet(scanners)
 }()
 
 // cPattern is a compiled input-guard pattern.
 type cPattern struct {
 	name         string
-	re           *regexp.Regexp
+	scan         *scanner
 	level        int
 	riskType     string
 	defaultIndex int // index in DefaultInputPatterns, or -1 for a policy's own pattern

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"math"
@@ -16,9 +17,6 @@ import (
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
 )
-
-// celCostLimit bounds the runtime cost of one expression evaluation.
-const celCostLimit = 100_000
 
 // CEL variable names.
 const (
@@ -52,10 +50,92 @@ func newCELEnv() (*cel.Env, error) {
 	return env, nil
 }
 
+// Compile budgets of expressions. Type-checking an expression takes work that grows with the square
+// of its typed operations (cel-go copies its type substitutions at each overload resolution) and
+// with the size of the types it builds, which nesting can make grow exponentially; both are read
+// off the parsed expression and bounded before checking starts:
+//
+//   - an expression is at most MaxExpressionBytes characters (the CRD's limit), MaxExpressionNodes
+//     operations (non-literal nodes, macros expanded) and types of size maxExpressionTypeSize;
+//   - its check work is 256 + operations × max(operations, type size²) units (a unit is about 100
+//     bytes allocated and 0.1–0.3 µs);
+//   - a policy's distinct expressions total at most MaxPolicyExpressionBytes characters and
+//     MaxPolicyCheckWork; a bundle's at most MaxBundleExpressionBytes and MaxBundleCheckWork.
+//
+// Past a budget the remaining expressions are not compiled, so compiling any policy or bundle takes
+// bounded time and memory.
+const (
+	// MaxExpressionBytes bounds one CEL expression.
+	MaxExpressionBytes = 4096
+	// MaxExpressionNodes bounds the operations of one parsed expression.
+	MaxExpressionNodes = 256
+	// MaxPolicyExpressionBytes bounds the total length of a policy's distinct CEL expressions.
+	MaxPolicyExpressionBytes = 32 << 10
+	// MaxPolicyCheckWork bounds the check work of a policy's distinct CEL expressions.
+	MaxPolicyCheckWork = 500_000
+	// exprFixedWork is the check work of any expression: planning its program costs about as much
+	// as checking 256 operations (25 KB and 40 µs).
+	exprFixedWork = 256
+	// MaxBundleExpressionBytes bounds the total length of a bundle's distinct CEL expressions.
+	MaxBundleExpressionBytes = 4 * MaxPolicyExpressionBytes
+	// MaxBundleCheckWork bounds the check work of a bundle's distinct CEL expressions.
+	MaxBundleCheckWork = 4 * MaxPolicyCheckWork
+	// maxExpressionTypeSize bounds the estimated size of the largest type an expression builds.
+	maxExpressionTypeSize = 32
+	// maxIssues is how many problems of one expression are reported.
+	maxIssues = 5
+	// interruptEvery is how many comprehension iterations run between deadline checks.
+	interruptEvery = 64
+	// untrackedCost: a program without comprehensions whose estimated cost is at most this runs
+	// without run-time cost tracking (which costs about 1 µs and 3–7 allocations per evaluation):
+	// its actual cost reaches MaxExpressionCost only with values four times the declared sizes,
+	// which no request within the decider's body limit carries. Costlier programs without
+	// comprehensions run under cel.CostLimit(MaxExpressionCost). Programs with comprehensions run
+	// under the evaluation deadline instead, checked every interruptEvery iterations: cel-go's cost
+	// tracker does work linear in the iterations already run at every step of a loop (20,000
+	// iterations of a one-call body take 0.8 s tracked, 5 ms untracked), so a cost limit would stop
+	// a long loop later than the deadline does, after doing far more work.
+	untrackedCost = MaxExpressionCost / 4
+)
+
+// compileBudget counts the distinct expressions of a policy or a bundle against its budgets.
+type compileBudget struct {
+	what            string // "policy", "bundle"
+	bytes, work     int
+	maxBytes, maxWk int
+	seen            map[celKey]bool
+}
+
+func newCompileBudget(what string, maxBytes, maxWork int) *compileBudget {
+	return &compileBudget{what: what, maxBytes: maxBytes, maxWk: maxWork, seen: map[celKey]bool{}}
+}
+
+// take charges an expression of n characters and work w (once per distinct expression); it returns
+// why the budget refuses it, or "".
+func (b *compileBudget) take(k celKey, w int) string {
+	if b.seen[k] {
+		return ""
+	}
+	b.seen[k] = true
+	b.bytes += len(k.expr)
+	b.work += w
+	switch {
+	case b.bytes > b.maxBytes:
+		return fmt.Sprintf("the %s's distinct CEL expressions total more than %d characters here (the per-%s budget)", b.what, b.maxBytes, b.what)
+	case b.work > b.maxWk:
+		return fmt.Sprintf("the %s's distinct CEL expressions need more than %d units of type-checking work here (the per-%s budget; an expression of n operations needs n², more when it nests lists and maps deeply)", b.what, b.maxWk, b.what)
+	}
+	return ""
+}
+
 // celCompiler compiles expressions against one environment, reusing programs for identical text.
+// It holds the bundle's compile budgets.
 type celCompiler struct {
-	env   *cel.Env
-	cache map[celKey]celResult
+	env    *cel.Env
+	cache  map[celKey]celResult
+	bundle *compileBudget
+	// patternInsts counts the RE2 programs of the bundle's input patterns (MaxBundlePatternInsts).
+	patternInsts int
 }
 
 type celKey struct {
@@ -64,8 +144,18 @@ type celKey struct {
 }
 
 type celResult struct {
-	prg cel.Program
-	msg string
+	prg  *celProgram
+	msg  string
+	work int
+}
+
+// celProgram is a compiled expression. Its estimated cost is at most MaxExpressionCost; at run time
+// a program with comprehensions (the only loops) is interrupted at the evaluation deadline, and one
+// without that may cost more than untrackedCost runs under cel.CostLimit(MaxExpressionCost).
+type celProgram struct {
+	prg   cel.Program
+	cost  uint64 // estimated maximum cost against the declared sizes
+	loops bool
 }
 
 func newCELCompiler() (*celCompiler, error) {
@@ -73,28 +163,77 @@ func newCELCompiler() (*celCompiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &celCompiler{env: env, cache: map[celKey]celResult{}}, nil
+	return &celCompiler{env: env, cache: map[celKey]celResult{},
+		bundle: newCompileBudget("bundle", MaxBundleExpressionBytes, MaxBundleCheckWork)}, nil
 }
 
-// compile checks expr; wantBool requires a bool (or dyn, checked at runtime) result. On failure the
-// returned message describes the problem.
-func (c *celCompiler) compile(expr string, wantBool bool) (cel.Program, string) {
+// compile checks expr, charging it to the policy's budget pol and the bundle's; wantBool requires a
+// bool (or dyn, checked at runtime) result. On failure the returned message describes the problem;
+// over a budget, spent is true.
+func (c *celCompiler) compile(expr string, wantBool bool, pol *compileBudget) (prg *celProgram, msg string, spent bool) {
 	k := celKey{expr, wantBool}
 	if r, ok := c.cache[k]; ok {
-		return r.prg, r.msg
+		if why := pol.take(k, r.work); why != "" {
+			return nil, why, true
+		}
+		return r.prg, r.msg, false
 	}
-	prg, msg := c.compileUncached(expr, wantBool)
-	c.cache[k] = celResult{prg, msg}
-	return prg, msg
+	parsed, work, msg := c.parse(expr)
+	if msg != "" {
+		// Parsing is work too (an error costs as much as a success).
+		if why := pol.take(k, exprFixedWork); why != "" {
+			return nil, why, true
+		}
+		if why := c.bundle.take(k, exprFixedWork); why != "" {
+			return nil, why + ": split the namespace's policies or simplify them", true
+		}
+		c.cache[k] = celResult{msg: msg, work: exprFixedWork}
+		return nil, msg, false
+	}
+	if why := pol.take(k, work); why != "" {
+		return nil, why, true
+	}
+	if why := c.bundle.take(k, work); why != "" {
+		return nil, why + ": split the namespace's policies or simplify them", true
+	}
+	prg, msg = c.check(parsed, wantBool)
+	c.cache[k] = celResult{prg: prg, msg: msg, work: work}
+	return prg, msg, false
 }
 
-func (c *celCompiler) compileUncached(expr string, wantBool bool) (cel.Program, string) {
-	if strings.TrimSpace(expr) == "" {
-		return nil, "expression is empty"
+// compileUncached compiles expr outside any budget (tests).
+func (c *celCompiler) compileUncached(expr string, wantBool bool) (*celProgram, string) {
+	parsed, _, msg := c.parse(expr)
+	if msg != "" {
+		return nil, msg
 	}
-	checked, iss := c.env.Compile(expr)
+	return c.check(parsed, wantBool)
+}
+
+// parse parses expr and measures its check work, refusing what is too large to check.
+func (c *celCompiler) parse(expr string) (*cel.Ast, int, string) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, 0, "expression is empty"
+	}
+	if len(expr) > MaxExpressionBytes {
+		return nil, 0, fmt.Sprintf("must be at most %d characters", MaxExpressionBytes)
+	}
+	parsed, iss := c.env.Parse(expr)
 	if iss != nil && iss.Err() != nil {
-		return nil, celIssueMessage(iss.Err().Error())
+		return nil, 0, celIssues(iss)
+	}
+	work, msg := checkShape(parsed.NativeRep().Expr())
+	if msg != "" {
+		return nil, 0, msg
+	}
+	return parsed, work, ""
+}
+
+// check type-checks a parsed expression, estimates its cost and plans its program.
+func (c *celCompiler) check(parsed *cel.Ast, wantBool bool) (*celProgram, string) {
+	checked, iss := c.env.Check(parsed)
+	if iss != nil && iss.Err() != nil {
+		return nil, celIssues(iss)
 	}
 	if wantBool {
 		out := checked.OutputType()
@@ -102,17 +241,48 @@ func (c *celCompiler) compileUncached(expr string, wantBool bool) (cel.Program, 
 			return nil, fmt.Sprintf("expression must evaluate to bool, not %s", out)
 		}
 	}
-	// Without comprehensions an expression has no loops: its cost is bounded by its size times the
-	// request size, so the (costly) runtime cost tracking is only needed for comprehensions.
+	est, err := c.env.EstimateCost(checked, newCostEstimator(checked.NativeRep()))
+	if err != nil {
+		return nil, "estimate cost: " + err.Error()
+	}
+	if est.Max > MaxExpressionCost {
+		return nil, fmt.Sprintf("estimated cost %s exceeds the budget %s (assuming request strings and lists of up to %d bytes)",
+			formatCost(est.Max), formatCost(MaxExpressionCost), DeclaredRequestBytes)
+	}
+	loops := hasComprehension(checked)
 	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
-	if hasComprehension(checked) {
-		popts = append(popts, cel.CostLimit(celCostLimit))
+	switch {
+	case loops:
+		popts = append(popts, cel.InterruptCheckFrequency(interruptEvery))
+	case est.Max > untrackedCost:
+		popts = append(popts, cel.CostTracking(runtimeCost), cel.CostLimit(MaxExpressionCost))
 	}
 	prg, err := c.env.Program(checked, popts...)
 	if err != nil {
 		return nil, celIssueMessage(err.Error())
 	}
-	return prg, ""
+	return &celProgram{prg: prg, cost: est.Max, loops: loops}, ""
+}
+
+// celIssues lists the first problems of a CEL issue report on one line: "msg (at 1:5); …".
+func celIssues(iss *cel.Issues) string {
+	errs := iss.Errors()
+	msgs := make([]string, 0, min(len(errs), maxIssues+1))
+	for i, e := range errs {
+		if i == maxIssues {
+			msgs = append(msgs, fmt.Sprintf("and %d more", len(errs)-maxIssues))
+			break
+		}
+		msg := strings.ReplaceAll(e.Message, " (in container '')", "")
+		if loc := e.Location; loc != nil {
+			msg += fmt.Sprintf(" (at %d:%d)", loc.Line(), loc.Column()+1)
+		}
+		msgs = append(msgs, msg)
+	}
+	if len(msgs) == 0 {
+		return celIssueMessage(iss.Err().Error())
+	}
+	return strings.Join(msgs, "; ")
 }
 
 // celIssueMessage flattens a CEL issue report to one line: "ERROR: <input>:1:1: msg\n | src\n | ^"
@@ -135,6 +305,9 @@ func celIssueMessage(s string) string {
 			line += " (at " + pos + ")"
 		}
 		msgs = append(msgs, line)
+		if len(msgs) == maxIssues {
+			break
+		}
 	}
 	if len(msgs) == 0 {
 		return strings.TrimSpace(s)
@@ -154,8 +327,98 @@ func hasComprehension(a *cel.Ast) bool {
 	return found
 }
 
-// isConstBool reports whether expr parses to the literal want.
+// checkShape measures the type-checking work of a parsed expression from its operations
+// (non-literal nodes) and the size of the largest type it can build (nested lists and maps,
+// comprehensions over them), refusing an expression too large to check.
+func checkShape(e ast.Expr) (int, string) {
+	w := shapeWalker{scopes: map[string][]int{}}
+	ts := w.typeSize(e)
+	switch {
+	case w.nodes > MaxExpressionNodes:
+		return 0, fmt.Sprintf("expression has %d operations, more than %d: split it", w.nodes, MaxExpressionNodes)
+	case ts > maxExpressionTypeSize:
+		return 0, fmt.Sprintf("expression nests lists, maps and comprehensions too deeply (type size %d, more than %d)", ts, maxExpressionTypeSize)
+	}
+	return exprFixedWork + w.nodes*max(w.nodes, ts*ts), ""
+}
+
+type shapeWalker struct {
+	scopes map[string][]int
+	nodes  int
+}
+
+// typeSize is an upper bound of the size of the type of e: a list adds one to its elements', a map
+// the sizes of its keys and values, a comprehension's variables have the size of its range; other
+// calls produce either a declared type (at most 4: list(map(string, dyn))) or one of their
+// arguments' types.
+func (w *shapeWalker) typeSize(e ast.Expr) int {
+	if e.Kind() != ast.LiteralKind {
+		w.nodes++
+	}
+	switch e.Kind() {
+	case ast.IdentKind:
+		if st := w.scopes[e.AsIdent()]; len(st) > 0 {
+			return st[len(st)-1]
+		}
+		return 3 // map(string, dyn)
+	case ast.SelectKind:
+		return w.typeSize(e.AsSelect().Operand())
+	case ast.CallKind:
+		call := e.AsCall()
+		n := 4
+		if call.IsMemberFunction() {
+			n = max(n, w.typeSize(call.Target()))
+		}
+		for _, a := range call.Args() {
+			n = max(n, w.typeSize(a))
+		}
+		return n
+	case ast.ListKind:
+		n := 1
+		for _, x := range e.AsList().Elements() {
+			n = max(n, w.typeSize(x))
+		}
+		return n + 1
+	case ast.MapKind:
+		k, v := 1, 1
+		for _, ent := range e.AsMap().Entries() {
+			me := ent.AsMapEntry()
+			k = max(k, w.typeSize(me.Key()))
+			v = max(v, w.typeSize(me.Value()))
+		}
+		return 1 + k + v
+	case ast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			w.typeSize(f.AsStructField().Value())
+		}
+		return 1
+	case ast.ComprehensionKind:
+		c := e.AsComprehension()
+		rng := w.typeSize(c.IterRange())
+		init := w.typeSize(c.AccuInit())
+		w.scopes[c.AccuVar()] = append(w.scopes[c.AccuVar()], init)
+		w.scopes[c.IterVar()] = append(w.scopes[c.IterVar()], rng)
+		if c.HasIterVar2() {
+			w.scopes[c.IterVar2()] = append(w.scopes[c.IterVar2()], rng)
+		}
+		n := max(rng, init, w.typeSize(c.LoopCondition()), w.typeSize(c.LoopStep()))
+		if c.HasIterVar2() {
+			w.scopes[c.IterVar2()] = w.scopes[c.IterVar2()][:len(w.scopes[c.IterVar2()])-1]
+		}
+		w.scopes[c.IterVar()] = w.scopes[c.IterVar()][:len(w.scopes[c.IterVar()])-1]
+		n = max(n, w.typeSize(c.Result()))
+		w.scopes[c.AccuVar()] = w.scopes[c.AccuVar()][:len(w.scopes[c.AccuVar()])-1]
+		return n
+	}
+	return 1
+}
+
+// isConstBool reports whether expr parses to the literal want. Only short texts can be a literal
+// (with parentheses, spaces and a comment): longer ones are not parsed.
 func isConstBool(env *cel.Env, expr string, want bool) bool {
+	if len(expr) > 256 {
+		return false
+	}
 	parsed, iss := env.Parse(expr)
 	if iss != nil && iss.Err() != nil {
 		return false
@@ -274,9 +537,54 @@ func requestValue(r *Request, tool string) map[string]any {
 	return m
 }
 
+// deadlineCheckCost is the estimated cost evaluated between two looks at the clock: expressions
+// cheaper than that together are not worth one.
+const deadlineCheckCost = 100_000
+
+// celRun evaluates the expressions of one decision under its deadline: the clock starts at the
+// first evaluation; before an expression is evaluated the deadline is checked if the expressions
+// evaluated since the last check (this one included) may cost deadlineCheckCost, and comprehensions
+// (the only loops) are interrupted when it passes. A single call cannot be interrupted; its cost is
+// bounded by MaxExpressionCost.
+type celRun struct {
+	parent    context.Context
+	limit     time.Duration
+	deadline  time.Time // zero until the first evaluation
+	unchecked uint64
+	ctx       context.Context // parent with the deadline, built for the first comprehension
+	cancel    context.CancelFunc
+}
+
+func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
+	r.unchecked = addSat(r.unchecked, p.cost)
+	switch {
+	case r.deadline.IsZero():
+		r.deadline = time.Now().Add(r.limit)
+		r.unchecked = p.cost
+	case p.loops || r.unchecked >= deadlineCheckCost:
+		r.unchecked = 0
+		if !time.Now().Before(r.deadline) {
+			return nil, fmt.Errorf("evaluation deadline of %s exceeded", r.limit)
+		}
+	}
+	if !p.loops {
+		out, _, err := p.prg.Eval(act)
+		return out, err
+	}
+	if r.ctx == nil {
+		parent := r.parent
+		if parent == nil {
+			parent = context.Background()
+		}
+		r.ctx, r.cancel = context.WithDeadline(parent, r.deadline)
+	}
+	out, _, err := p.prg.ContextEval(r.ctx, act)
+	return out, err
+}
+
 // evalBool evaluates a bool program.
-func evalBool(prg cel.Program, act *activation) (bool, error) {
-	out, _, err := prg.Eval(act)
+func (r *celRun) evalBool(p *celProgram, act *activation) (bool, error) {
+	out, err := r.eval(p, act)
 	if err != nil {
 		return false, err
 	}
@@ -285,6 +593,25 @@ func evalBool(prg cel.Program, act *activation) (bool, error) {
 		return false, fmt.Errorf("expression returned %s, want bool", out.Type().TypeName())
 	}
 	return bool(b), nil
+}
+
+// extend moves the deadline by d (time spent outside CEL, in an external evaluator).
+func (r *celRun) extend(d time.Duration) {
+	if r.deadline.IsZero() {
+		return
+	}
+	r.deadline = r.deadline.Add(d)
+	if r.cancel != nil {
+		r.cancel()
+		r.ctx, r.cancel = nil, nil
+	}
+}
+
+// close releases the deadline context.
+func (r *celRun) close() {
+	if r.cancel != nil {
+		r.cancel()
+	}
 }
 
 // celToNative converts a CEL value to plain JSON-compatible Go values.

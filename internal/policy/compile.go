@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sort"
 	"strings"
@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/cel-go/cel"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -37,7 +36,7 @@ type cRule struct {
 	name    string
 	ref     string // policyID#name
 	tools   toolSet
-	when    cel.Program
+	when    *celProgram
 	action  int
 	code    string
 	message string
@@ -47,14 +46,14 @@ type cRule struct {
 
 type cSet struct {
 	path []string
-	prg  cel.Program
+	prg  *celProgram
 }
 
 type cRequire struct {
 	name    string
 	ref     string
 	tools   toolSet
-	prg     cel.Program
+	prg     *celProgram
 	code    string
 	message string
 }
@@ -94,6 +93,7 @@ type cPolicy struct {
 	toolCaps     []cToolCap
 	useDefaults  bool       // screen DefaultInputPatterns
 	patterns     []cPattern // the policy's own input patterns
+	scanSet      *scanSet   // screens them
 	threshold    int
 	safety       []string
 	evalSpec     *ExternalEvaluatorSpec
@@ -118,10 +118,11 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 	var e errs
 	cp := compileSettings(&e, namespace, name, spec)
 	cp.compileToolCaps(&e, spec)
-	cp.compileRules(&e, cc, spec)
-	cp.compileRequires(&e, cc, spec)
+	x := newExprCompiler(cc, &e)
+	cp.compileRules(x, spec)
+	cp.compileRequires(x, spec)
 	cp.compileRateLimits(&e, namespace, name, spec)
-	cp.compileInputGuards(&e, spec.InputGuards)
+	cp.compileInputGuards(&e, cc, spec.InputGuards)
 	cp.compileResponseGuards(&e, spec.ResponseGuards)
 	cp.compileEvaluator(&e, spec.ExternalEvaluator)
 	return cp, e.list
@@ -197,20 +198,58 @@ func (cp *cPolicy) compileToolCaps(e *errs, spec PolicySpec) {
 	}
 }
 
+// exprCompiler compiles a policy's CEL expressions against the policy's compile budget (its
+// distinct expressions' length and check work) and cost budget (the sum of their estimated costs,
+// MaxPolicyCost). Once a budget is spent the expressions after it are not compiled (the policy is
+// invalid anyway): that bounds the compile work of a policy.
+type exprCompiler struct {
+	cc     *celCompiler
+	e      *errs
+	budget *compileBudget
+	cost   uint64
+	spent  bool
+}
+
+func newExprCompiler(cc *celCompiler, e *errs) *exprCompiler {
+	return &exprCompiler{cc: cc, e: e, budget: newCompileBudget("policy", MaxPolicyExpressionBytes, MaxPolicyCheckWork)}
+}
+
+// compile compiles the expression at path; nil when it is invalid (the error is recorded).
+func (x *exprCompiler) compile(path, expr string, wantBool bool) *celProgram {
+	if x.spent {
+		return nil
+	}
+	prg, msg, spent := x.cc.compile(expr, wantBool, x.budget)
+	if msg != "" {
+		x.spent = spent
+		x.e.add(path, "%s", msg)
+		return nil
+	}
+	x.cost = addSat(x.cost, prg.cost)
+	if x.cost > MaxPolicyCost {
+		x.spent = true
+		x.e.add(path, "estimated cost of the policy's expressions reaches %s here, over the per-policy budget %s",
+			formatCost(x.cost), formatCost(MaxPolicyCost))
+		return nil
+	}
+	return prg
+}
+
 // compileRules compiles the ordered rules and indexes them by tool name.
-func (cp *cPolicy) compileRules(e *errs, cc *celCompiler, spec PolicySpec) {
+func (cp *cPolicy) compileRules(x *exprCompiler, spec PolicySpec) {
 	if len(spec.Rules) > 256 {
-		e.add("spec.rules", "at most 256 rules are allowed")
+		x.e.add("spec.rules", "at most 256 rules are allowed")
 	}
 	seen := map[string]bool{}
 	for i, r := range spec.Rules {
-		cp.rules = append(cp.rules, cp.compileRule(e, cc, fmt.Sprintf("spec.rules[%d]", i), r, seen))
+		cp.rules = append(cp.rules, cp.compileRule(x, fmt.Sprintf("spec.rules[%d]", i), r, seen))
 	}
 	cp.indexRules()
 }
 
 // compileRule validates and compiles spec.rules[i] (base is its path).
-func (cp *cPolicy) compileRule(e *errs, cc *celCompiler, base string, r Rule, seen map[string]bool) cRule {
+func (cp *cPolicy) compileRule(x *exprCompiler, base string, r Rule, seen map[string]bool) cRule {
+	e := x.e
 	validateName(e, base+".name", r.Name, seen)
 	validateTools(e, base+".tools", r.Tools, true)
 	cr := cRule{name: r.Name, ref: cp.id + "#" + r.Name, tools: compileToolSet(r.Tools, false),
@@ -228,11 +267,7 @@ func (cp *cPolicy) compileRule(e *errs, cc *celCompiler, base string, r Rule, se
 		e.enum(base+".action", r.Action, []string{ActionAllow, ActionDeny, ActionModify})
 	}
 	if r.When != "" {
-		prg, msg := cc.compile(r.When, true)
-		if msg != "" {
-			e.add(base+".when", "%s", msg)
-		}
-		cr.when = prg
+		cr.when = x.compile(base+".when", r.When, true)
 	}
 	if r.Code != "" {
 		e.pattern(base+".code", r.Code, reReasonCode, 64)
@@ -260,10 +295,7 @@ func (cp *cPolicy) compileRule(e *errs, cc *celCompiler, base string, r Rule, se
 				e.add(fp+".path", "duplicate path %q", f.Path)
 			}
 			seenPath[f.Path] = true
-			prg, msg := cc.compile(f.Value, false)
-			if msg != "" {
-				e.add(fp+".value", "%s", msg)
-			}
+			prg := x.compile(fp+".value", f.Value, false)
 			cr.sets = append(cr.sets, cSet{path: strings.Split(f.Path, "."), prg: prg})
 		}
 		for j, rm := range r.Modify.Remove {
@@ -283,16 +315,14 @@ func (cp *cPolicy) compileRule(e *errs, cc *celCompiler, base string, r Rule, se
 }
 
 // compileRequires compiles the requirements.
-func (cp *cPolicy) compileRequires(e *errs, cc *celCompiler, spec PolicySpec) {
+func (cp *cPolicy) compileRequires(x *exprCompiler, spec PolicySpec) {
+	e := x.e
 	seen := map[string]bool{}
 	for i, r := range spec.Requires {
 		base := fmt.Sprintf("spec.requires[%d]", i)
 		validateName(e, base+".name", r.Name, seen)
 		validateTools(e, base+".tools", r.Tools, false)
-		prg, msg := cc.compile(r.Expression, true)
-		if msg != "" {
-			e.add(base+".expression", "%s", msg)
-		}
+		prg := x.compile(base+".expression", r.Expression, true)
 		if r.Code == "" {
 			e.add(base+".code", "required")
 		} else {
@@ -338,7 +368,7 @@ func (cp *cPolicy) compileRateLimits(e *errs, namespace, name string, spec Polic
 }
 
 // compileInputGuards compiles the pre_llm_call prompt-injection patterns.
-func (cp *cPolicy) compileInputGuards(e *errs, g *InputGuards) {
+func (cp *cPolicy) compileInputGuards(e *errs, cc *celCompiler, g *InputGuards) {
 	if g == nil {
 		return
 	}
@@ -351,6 +381,7 @@ func (cp *cPolicy) compileInputGuards(e *errs, g *InputGuards) {
 	}
 	cp.useDefaults = !g.DisableDefaultPatterns
 	seen := map[string]bool{}
+	insts := 0
 	for i, p := range g.Patterns {
 		base := fmt.Sprintf("spec.inputGuards.patterns[%d]", i)
 		if p.Name == "" {
@@ -359,15 +390,35 @@ func (cp *cPolicy) compileInputGuards(e *errs, g *InputGuards) {
 			e.add(base+".name", "duplicate name %q", p.Name)
 		}
 		seen[p.Name] = true
-		_, err := regexp.Compile(p.Pattern)
-		var re *regexp.Regexp
-		if err == nil {
-			re, err = regexp.Compile(`(?i)` + p.Pattern)
-		}
-		if p.Pattern == "" {
+		var sc *scanner
+		switch {
+		case p.Pattern == "":
 			e.add(base+".pattern", "required")
-		} else if err != nil {
-			e.add(base+".pattern", "invalid regular expression: %v", err)
+		case len(p.Pattern) > 1024:
+			e.add(base+".pattern", "must be at most 1024 characters")
+		case insts > MaxPolicyPatternInsts || cc.patternInsts > MaxBundlePatternInsts:
+			// A budget is spent: the patterns after it are not compiled.
+		default:
+			// The pattern as written, for an error message without the (?i) it is matched with.
+			if _, err := syntax.Parse(p.Pattern, syntax.Perl); err != nil {
+				e.add(base+".pattern", "invalid regular expression: %v", err)
+				break
+			}
+			var err error
+			if sc, err = compileScanner(p.Pattern); err != nil {
+				e.add(base+".pattern", "%v", err)
+				break
+			}
+			insts += sc.insts
+			cc.patternInsts += sc.insts
+			switch {
+			case insts > MaxPolicyPatternInsts:
+				e.add(base+".pattern", "the policy's patterns compile to more than %d RE2 instructions here (the per-policy budget)", MaxPolicyPatternInsts)
+				sc = nil
+			case cc.patternInsts > MaxBundlePatternInsts:
+				e.add(base+".pattern", "the bundle's patterns compile to more than %d RE2 instructions here (the per-bundle budget)", MaxBundlePatternInsts)
+				sc = nil
+			}
 		}
 		lvl, ok := parseRiskLevel(p.RiskLevel)
 		if !ok {
@@ -381,9 +432,16 @@ func (cp *cPolicy) compileInputGuards(e *errs, g *InputGuards) {
 		if rt == "" {
 			rt = RiskTypePromptInjection
 		}
-		if err == nil && ok && p.Pattern != "" {
-			cp.patterns = append(cp.patterns, cPattern{name: p.Name, re: re, level: lvl, riskType: rt, defaultIndex: -1})
+		if sc != nil && ok {
+			cp.patterns = append(cp.patterns, cPattern{name: p.Name, scan: sc, level: lvl, riskType: rt, defaultIndex: -1})
 		}
+	}
+	if len(cp.patterns) > 0 {
+		scanners := make([]*scanner, len(cp.patterns))
+		for i := range cp.patterns {
+			scanners[i] = cp.patterns[i].scan
+		}
+		cp.scanSet = newScanSet(scanners)
 	}
 }
 
@@ -620,6 +678,7 @@ type Snapshot struct {
 	namespace string
 	clock     func() time.Time
 	ttl       time.Duration
+	deadline  time.Duration // evaluation deadline of one decision
 	limiter   *RateLimiter
 	idPrefix  string
 	seq       atomic.Uint64
@@ -637,6 +696,9 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	o := options{clock: time.Now, ttl: DefaultDecisionTTL}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.deadline <= 0 {
+		o.deadline = DefaultEvalDeadline
 	}
 	if o.clock == nil {
 		o.clock = time.Now
@@ -657,6 +719,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		namespace: b.Namespace,
 		clock:     o.clock,
 		ttl:       o.ttl,
+		deadline:  o.deadline,
 		limiter:   o.limiter,
 		idPrefix:  newIDPrefix(),
 		passports: make(map[string]*cPassport, len(b.Passports)),
@@ -679,6 +742,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		}
 		cp, fe := compilePolicy(cc, ns, p.Name, p.Spec)
 		e.list = append(e.list, fe.prefixed(base+".")...)
+
 		if cp.evalSpec != nil && o.evaluators != nil {
 			cp.evaluator = o.evaluators(*cp.evalSpec)
 		}

@@ -155,6 +155,7 @@ type toolCall struct {
 	limits map[string]any
 	act    *activation
 	now    time.Time
+	run    celRun
 }
 
 func (tc *toolCall) activation(input map[string]any) *activation {
@@ -193,11 +194,18 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 	if v := p.guardCall(tool, capID, req.ToolInput); v.code != "" {
 		return deny(d, v.code, v.msg, "")
 	}
-	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now}
+	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now, run: celRun{parent: ctx, limit: s.deadline}}
 	if mapped {
 		tc.limits, _ = p.src.Spec.Limits[capID].(map[string]any)
 	}
+	d = s.decidePolicies(ctx, d, &tc)
+	tc.run.close()
+	return d
+}
 
+// decidePolicies evaluates the policies selecting the passport for a tool call the guard let through.
+func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall) Decision {
+	p, req, now, set := tc.p, tc.req, tc.now, tc.p.set
 	input := req.ToolInput
 	modified := false
 	var allowRef, allowMsg, modRef, firstRef string
@@ -207,7 +215,7 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 			continue
 		}
 		evaluated++
-		out := pol.evalTool(ctx, &tc, input)
+		out := pol.evalTool(ctx, tc, input)
 		if out.kind == outError {
 			if pol.failOpen {
 				m := d.meta()
@@ -304,7 +312,7 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 		if !r.tools.match(tool) {
 			continue
 		}
-		ok, err := evalBool(r.prg, tc.activation(input))
+		ok, err := tc.run.evalBool(r.prg, tc.activation(input))
 		if err != nil {
 			return outcome{kind: outError, ref: r.ref, err: fmt.Errorf("requires %s: %w", r.name, err)}
 		}
@@ -322,7 +330,7 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 			continue
 		}
 		if r.when != nil {
-			ok, err := evalBool(r.when, tc.activation(input))
+			ok, err := tc.run.evalBool(r.when, tc.activation(input))
 			if err != nil {
 				return outcome{kind: outError, ref: r.ref, err: fmt.Errorf("rule %s: when: %w", r.name, err)}
 			}
@@ -334,7 +342,7 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 		case actDeny:
 			return outcome{kind: outDeny, code: r.code, msg: r.message, ref: r.ref, explicit: true}
 		case actModify:
-			out, err := r.modify(tc.activation(input), input)
+			out, err := r.modify(&tc.run, tc.activation(input), input)
 			if err != nil {
 				return outcome{kind: outError, ref: r.ref, err: fmt.Errorf("rule %s: modify: %w", r.name, err)}
 			}
@@ -344,7 +352,11 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 		}
 	}
 	if pol.evalSpec != nil {
-		return pol.callEvaluator(ctx, tc.req, input)
+		// The evaluator has its own timeout: its time does not count against the CEL deadline.
+		start := time.Now()
+		out := pol.callEvaluator(ctx, tc.req, input)
+		tc.run.extend(time.Since(start))
+		return out
 	}
 	if pol.defaultDeny {
 		return outcome{kind: outDeny, code: CodePolicyDenied, msg: pol.defaultDenyM, ref: pol.defaultRef}
@@ -391,11 +403,11 @@ func (pol *cPolicy) callEvaluator(ctx context.Context, req *Request, input map[s
 }
 
 // modify computes the rule's patch of input (copy-on-write: input itself is never changed).
-func (r *cRule) modify(act *activation, input map[string]any) (map[string]any, error) {
+func (r *cRule) modify(run *celRun, act *activation, input map[string]any) (map[string]any, error) {
 	out := input
 	for i := range r.sets {
 		st := &r.sets[i]
-		v, _, err := st.prg.Eval(act)
+		v, err := run.eval(st.prg, act)
 		if err != nil {
 			return nil, fmt.Errorf("set %s: %w", strings.Join(st.path, "."), err)
 		}

@@ -34,7 +34,12 @@
 //
 // Hook pre_llm_call screens the latest user message with the policies' inputGuards (the built-in
 // DefaultInputPatterns plus their own, blocking at or above blockThreshold, default HIGH) and returns
-// metadata.risk_assessment; hook post_llm_call denies with oap.response_blocked when the finish or
+// metadata.risk_assessment. Screening is bounded (guard_scan.go): every pattern begins with literal
+// text, which is searched for first, and runs only where that text and the text its match must
+// contain occur, over at most MaxMatchBytes; patterns are bounded in program size and counted
+// repetition at compile. A message over MaxScanBytes, or one not screened by the evaluation
+// deadline, is denied with oap.prompt_injection by every enforcing policy with guards: screening
+// fails closed, so a message crafted to be slow to screen is refused, never let through; hook post_llm_call denies with oap.response_blocked when the finish or
 // stop reason is a safety termination (DefaultSafetyFinishReasons unless a policy replaces them),
 // naming the suppressed tool calls but never their arguments. Passports no policy selects get the
 // built-in guards.
@@ -49,6 +54,18 @@
 // canonical paths of the path fields, urls, command). The functions shell.commands(string),
 // path.canonical, path.sensitiveRead, path.sensitiveWrite and path.matches expose the guard's
 // analysis, and the Kubernetes url(), ip() and cidr() libraries read addresses. Expressions are compiled
-// once; when and expression must be bool (or dyn, checked at run time); expressions with
-// comprehensions run under a cost limit (the others have no loops).
+// once; when and expression must be bool (or dyn, checked at run time).
+//
+// Costs are bounded everywhere (cel.go, cel_cost.go). Each expression's cost is estimated, as the
+// Kubernetes API server estimates CRD validation rules, against declared sizes of what it reads
+// (request strings and lists up to DeclaredRequestBytes, call.paths and call.urls up to MaxCallPaths
+// and MaxCallURLs, the passport as its CRD bounds it, shell.commands() as package shell bounds it);
+// over MaxExpressionCost, or a policy over MaxPolicyCost, is a compile error with the field path and
+// the estimate. Compile work is bounded before type checking: MaxExpressionBytes,
+// MaxExpressionNodes and a type size per expression, and per policy and per bundle the length and
+// the check work of the distinct expressions. At run time a decision's expressions share an
+// evaluation deadline (WithEvalDeadline, default DefaultEvalDeadline): comprehensions are
+// interrupted and no expression starts after it; loop-free expressions that may cost more than a
+// quarter of MaxExpressionCost run under cel.CostLimit(MaxExpressionCost). Either is an evaluation
+// error (see failurePolicy).
 package policy

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/budget"
 )
 
 // seedRequests are realistic requests for the sample bundle.
@@ -86,7 +88,9 @@ func FuzzDecide(f *testing.F) {
 			return
 		}
 		r.PolicyID = policyID
-		d := snap.Decide(context.Background(), r)
+		// No request, whatever its arguments and messages, takes more than budget.Request.
+		var d Decision
+		budget.Check(t, "a decision", budget.Request, func() { d = snap.Decide(context.Background(), r) })
 		checkInvariants(t, d)
 		if _, err := json.Marshal(d); err != nil {
 			t.Fatalf("decision does not encode: %v", err)

@@ -80,15 +80,6 @@ func (ts *toolSet) match(name string) bool {
 	return false
 }
 
-// globCovers reports whether every name matching t also matches g (a sound, not complete, check):
-// g's literal segments must match t's literal characters, with t's stars absorbed by g's stars.
-func globCovers(g, t string) bool {
-	if g == t || g == "*" {
-		return true
-	}
-	return globMatch(g, t)
-}
-
 // toolNameChar reports whether c can appear in a tool name (letters, digits, _ - . : / @).
 func toolNameChar(c rune) bool {
 	switch {

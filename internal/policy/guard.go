@@ -21,6 +21,13 @@ const (
 // shellLimits bound the analysis of one command string.
 var shellLimits = shell.Limits{}
 
+// How many paths and URLs one call may name (more is denied with oap.invalid_context): each is
+// analysed, and CEL's call.paths and call.urls hold them (the cost estimates assume these bounds).
+const (
+	MaxCallPaths = 1024
+	MaxCallURLs  = 256
+)
+
 // Verbs in reasons, and the key of a redirection's write flag in shell.commands().
 const (
 	verbRead  = "read"
@@ -69,6 +76,9 @@ func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict 
 	if capID == CapFileWrite {
 		pathArgs = append(pathArgs, patchPaths(input)...)
 	}
+	if len(pathArgs) > MaxCallPaths {
+		return denyWith(CodeInvalidContext, "the call names %d paths, more than %d", len(pathArgs), MaxCallPaths)
+	}
 	switch capID {
 	case CapFileRead:
 		if v := p.limits.read.checkFileTool(pathArgs, p.limits.read.baselineSet(false), verbRead); v.code != "" {
@@ -101,6 +111,9 @@ func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict 
 	urls, bad := stringValues(ubuf[:0], input, URLFields)
 	if bad != "" {
 		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+	}
+	if len(urls) > MaxCallURLs {
+		return denyWith(CodeInvalidContext, "the call names %d URLs, more than %d", len(urls), MaxCallURLs)
 	}
 	if capID == CapWebFetch && len(urls) == 0 {
 		return denyWith(CodeInvalidContext, "a web fetch must name its URL in one of the fields %s", strings.Join(URLFields, ", "))

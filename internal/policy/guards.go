@@ -1,9 +1,11 @@
 package policy
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // builtinGuardRef is the policy_id reported when the built-in guards decide (no policy selects the
@@ -38,34 +40,34 @@ func latestUserMessage(msgs []Message) string {
 	return ""
 }
 
-// decideInput screens the latest user message with every applicable policy's input guards.
+// decideInput screens the latest user message with every applicable policy's input guards. A
+// message the guards cannot screen (longer than MaxScanBytes, or not screened before the evaluation
+// deadline) is denied by every enforcing policy with guards: screening fails closed.
 func (s *Snapshot) decideInput(d Decision, p *cPassport, req *Request) Decision {
 	text := latestUserMessage(req.Messages)
 	risk := &RiskAssessment{RiskLevel: RiskSafe}
 	maxLevel, matched := -1, 0
-	note := func(c *cPattern) {
-		detail := c.name + " (" + riskLevelNames[c.level] + ", " + c.riskType + ")"
+	note := func(detail string, level int, riskType string) {
 		if slices.Contains(risk.Details, detail) {
 			return
 		}
 		risk.Details = append(risk.Details, detail)
 		matched++
-		if c.level > maxLevel {
-			maxLevel = c.level
-			risk.RiskType = c.riskType
+		if level > maxLevel {
+			maxLevel = level
+			risk.RiskType = riskType
 		}
 	}
-	// The default patterns are shared by policies: evaluate each at most once.
-	var defDone, defHit uint64
-	defMatch := func(i int) bool {
-		bit := uint64(1) << uint(i)
-		if defDone&bit == 0 {
-			defDone |= bit
-			if compiledDefaultPatterns[i].re.MatchString(text) {
-				defHit |= bit
-			}
+	clk := scanClock{deadline: time.Now().Add(s.deadline)}
+	// The default patterns are shared by policies: screen with them at most once.
+	var defHits []bool
+	var defErr error
+	defaults := func() ([]bool, error) {
+		if defHits == nil {
+			defHits = make([]bool, len(compiledDefaultPatterns))
+			defErr = defaultScanSet.match(text, &clk, defHits)
 		}
-		return defHit&bit != 0
+		return defHits, defErr
 	}
 
 	var blocked *outcome
@@ -77,31 +79,28 @@ func (s *Snapshot) decideInput(d Decision, p *cPassport, req *Request) Decision 
 		evaluated++
 		var worst *cPattern
 		consider := func(c *cPattern) {
-			note(c)
+			note(c.name+" ("+riskLevelNames[c.level]+", "+c.riskType+")", c.level, c.riskType)
 			if worst == nil || c.level > worst.level {
 				worst = c
 			}
 		}
-		if text != "" {
-			if pol.useDefaults {
-				for i := range compiledDefaultPatterns {
-					if defMatch(i) {
-						consider(&compiledDefaultPatterns[i])
-					}
-				}
-			}
-			for i := range pol.patterns {
-				if pol.patterns[i].re.MatchString(text) {
-					consider(&pol.patterns[i])
-				}
-			}
+		unscreened := ""
+		if text != "" && (pol.useDefaults || len(pol.patterns) > 0) {
+			unscreened = screen(text, pol, &clk, defaults, consider)
 		}
-		if worst == nil || worst.level < pol.threshold {
+		var out outcome
+		switch {
+		case worst != nil && worst.level >= pol.threshold:
+			out = outcome{kind: outDeny, code: CodePromptInjection, ref: pol.id + "#" + worst.name,
+				msg: "input guard " + worst.name + " matched the latest user message: " + riskLevelNames[worst.level] +
+					" " + worst.riskType + " risk at or above the block threshold " + riskLevelNames[pol.threshold]}
+		case unscreened != "":
+			note("unscreened ("+unscreened+")", max(pol.threshold, levelLow), RiskTypePromptInjection)
+			out = outcome{kind: outDeny, code: CodePromptInjection, ref: pol.id + "#input-guards",
+				msg: "the input guards could not screen the latest user message (" + unscreened + "); it is denied, as screening fails closed"}
+		default:
 			continue
 		}
-		out := outcome{kind: outDeny, code: CodePromptInjection, ref: pol.id + "#" + worst.name,
-			msg: "input guard " + worst.name + " matched the latest user message: " + riskLevelNames[worst.level] +
-				" " + worst.riskType + " risk at or above the block threshold " + riskLevelNames[pol.threshold]}
 		if pol.enforcement != enfEnforce {
 			record(&d, pol.enforcement, out)
 			continue
@@ -128,6 +127,38 @@ func (s *Snapshot) decideInput(d Decision, p *cPassport, req *Request) Decision 
 	}
 	d.meta().Risk = risk
 	return d
+}
+
+// screen runs a policy's patterns (the shared defaults through defaults) over text, calling
+// consider for each that matches. It returns why the text could not be screened, or "".
+func screen(text string, pol *cPolicy, clk *scanClock, defaults func() ([]bool, error), consider func(*cPattern)) string {
+	if len(text) > MaxScanBytes {
+		return fmt.Sprintf("it is %d bytes, more than the %d they screen", len(text), MaxScanBytes)
+	}
+	const late = "screening did not finish within the evaluation deadline"
+	if pol.useDefaults {
+		hits, err := defaults()
+		if err != nil {
+			return late
+		}
+		for i, hit := range hits {
+			if hit {
+				consider(&compiledDefaultPatterns[i])
+			}
+		}
+	}
+	if pol.scanSet != nil {
+		hits := make([]bool, len(pol.patterns))
+		if err := pol.scanSet.match(text, clk, hits); err != nil {
+			return late
+		}
+		for i, hit := range hits {
+			if hit {
+				consider(&pol.patterns[i])
+			}
+		}
+	}
+	return ""
 }
 
 // decideResponse suppresses every tool call of a response that ended in a safety termination.

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -98,7 +99,8 @@ func limitsOf(spec PassportSpec, capID string) map[string]any {
 // spec.limits[<capability>].<key>[i]. The result is usable even when e gained errors.
 func compileLimits(e *errs, spec PassportSpec) passportLimits {
 	var l passportLimits
-	for capID, keys := range limitKeys {
+	for _, capID := range slices.Sorted(maps.Keys(limitKeys)) {
+		keys := limitKeys[capID]
 		raw, ok := spec.Limits[capID]
 		if !ok || raw == nil {
 			continue
@@ -109,7 +111,8 @@ func compileLimits(e *errs, spec PassportSpec) passportLimits {
 			e.add(base, "must be an object")
 			continue
 		}
-		for key, kind := range keys {
+		for _, key := range slices.Sorted(maps.Keys(keys)) {
+			kind := keys[key]
 			v, ok := m[key]
 			if !ok || v == nil {
 				continue

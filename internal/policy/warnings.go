@@ -5,6 +5,11 @@ import (
 	"strings"
 )
 
+// maxShadowChecks bounds the glob comparisons of the shadowing analysis (rules × earlier rules ×
+// globs² grows to 10⁸ for the largest policy the CRD allows); past it no further rule is reported as
+// shadowed, so the warnings of any policy take milliseconds.
+const maxShadowChecks = 1 << 20
+
 // PolicyWarnings lists problems that do not make a policy invalid but are almost certainly mistakes:
 // rules that can never match (`when: false`, tool globs no tool name can match) and rules shadowed by
 // an earlier rule without `when` whose tools cover theirs. The admission webhook returns them as
@@ -18,9 +23,10 @@ func PolicyWarnings(p PolicySpec) []string {
 	type earlier struct {
 		index int
 		name  string
-		tools []string
+		globs []glob
 	}
 	var unconditional []earlier
+	checks := maxShadowChecks
 	for i, r := range p.Rules {
 		path := fmt.Sprintf("spec.rules[%d]", i)
 		if r.When != "" && isConstBool(env, r.When, false) {
@@ -40,14 +46,18 @@ func PolicyWarnings(p PolicySpec) []string {
 			continue
 		}
 		for _, e := range unconditional {
-			if covers(e.tools, r.Tools) {
+			if covers(e.globs, r.Tools, &checks) {
 				out = append(out, fmt.Sprintf("%s (%s): shadowed by spec.rules[%d] (%s), which has no when and covers the same tools; the rule can never match",
 					path, r.Name, e.index, e.name))
 				break
 			}
 		}
 		if r.When == "" || isConstBool(env, r.When, true) {
-			unconditional = append(unconditional, earlier{i, r.Name, r.Tools})
+			globs := make([]glob, len(r.Tools))
+			for j, t := range r.Tools {
+				globs[j] = compileGlob(t)
+			}
+			unconditional = append(unconditional, earlier{i, r.Name, globs})
 		}
 	}
 	return out
@@ -72,8 +82,9 @@ func impossibleGlob(g string) string {
 	return ""
 }
 
-// covers reports whether every tool matched by any of later is matched by some glob of earlier.
-func covers(earlier, later []string) bool {
+// covers reports whether every tool matched by any of later is matched by some glob of earlier;
+// each comparison spends one of checks, and with none left the answer is false.
+func covers(earlier []glob, later []string, checks *int) bool {
 	if len(later) == 0 {
 		return false
 	}
@@ -82,8 +93,12 @@ func covers(earlier, later []string) bool {
 			continue
 		}
 		ok := false
-		for _, g := range earlier {
-			if globCovers(g, t) {
+		for i := range earlier {
+			if *checks <= 0 {
+				return false
+			}
+			*checks--
+			if g := &earlier[i]; g.raw == t || g.raw == "*" || g.match(t) {
 				ok = true
 				break
 			}
