@@ -146,8 +146,8 @@ var _ = Describe("CRD schema", func() {
 		}),
 		Entry("code on an Allow rule", invalidCase{
 			sample: "guardrails_v1alpha1_guardrailpolicy_shell_safety.yaml",
-			mutate: func(o map[string]any) { rules(o)[2].(map[string]any)["code"] = "oap.allowed" },
-			field:  "spec.rules[2].code",
+			mutate: func(o map[string]any) { rules(o)[1].(map[string]any)["code"] = "oap.allowed" },
+			field:  "spec.rules[1].code",
 		}),
 		Entry("stop listed as a safety finish reason", invalidCase{
 			sample: "guardrails_v1alpha1_guardrailpolicy_dryrun.yaml",
