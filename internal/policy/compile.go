@@ -651,7 +651,7 @@ func (p *cPassport) celValue() map[string]any {
 	return p.cel
 }
 
-func compilePassport(src Passport) *cPassport {
+func compilePassport(src Passport, limits passportLimits) *cPassport {
 	cp := &cPassport{src: src, agentID: src.Spec.AgentID, status: src.Spec.Status}
 	if cp.agentID == "" {
 		cp.agentID = src.UID
@@ -666,8 +666,7 @@ func compilePassport(src Passport) *cPassport {
 	for _, c := range src.Spec.Capabilities {
 		cp.caps[c.ID] = struct{}{}
 	}
-	var ignored errs // CompilePassport reports them
-	cp.limits = compileLimits(&ignored, src.Spec)
+	cp.limits = limits
 	cp.allowUnmapped = src.Spec.UnmappedTools == UnmappedAllow
 	return cp
 }
@@ -765,8 +764,9 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		base := objectPath("passports", p.Name, i)
 		_, dup := s.passports[p.Name]
 		checkObject(&e, base, "passport", p.Name, dup, p.Namespace, b.Namespace)
-		e.list = append(e.list, CompilePassport(p.Spec).prefixed(base+".")...)
-		cp := compilePassport(*p)
+		fe, limits := checkPassport(p.Spec)
+		e.list = append(e.list, fe.prefixed(base+".")...)
+		cp := compilePassport(*p, limits)
 		if cp.agentID != "" {
 			if other, dup := s.byAgentID[cp.agentID]; dup {
 				e.add(base+".spec.agentID", "agent id %q is also used by passport %q", cp.agentID, other.src.Name)

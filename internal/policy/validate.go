@@ -51,6 +51,13 @@ func (e *errs) pattern(path, val string, re *regexp.Regexp, max int) {
 
 // CompilePassport validates one passport spec; paths start with "spec.".
 func CompilePassport(p PassportSpec) FieldErrors {
+	fe, _ := checkPassport(p)
+	return fe
+}
+
+// checkPassport validates one passport spec and returns the limits it compiled on the way, so a
+// bundle compiles each passport's limits once.
+func checkPassport(p PassportSpec) (FieldErrors, passportLimits) {
 	var e errs
 	if p.AgentID != "" {
 		e.pattern("spec.agentID", p.AgentID, reAgentID, 128)
@@ -72,12 +79,12 @@ func CompilePassport(p PassportSpec) FieldErrors {
 		}
 		seen[c.ID] = true
 	}
-	compileLimits(&e, p)
+	limits := compileLimits(&e, p)
 	e.enum("spec.unmappedTools", p.UnmappedTools, []string{UnmappedDeny, UnmappedAllow})
 	for i, sa := range p.Subjects.ServiceAccounts {
 		e.pattern(fmt.Sprintf("spec.subjects.serviceAccounts[%d]", i), sa, reSAName, 253)
 	}
-	return e.list
+	return e.list, limits
 }
 
 // stringList converts a JSON list of strings ([]any or []string).
