@@ -16,6 +16,8 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
+
+	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 // CEL variable names.
@@ -439,9 +441,12 @@ type activation struct {
 	passport *cPassport
 	limits   map[string]any
 	call     map[string]any // the call variable, built on first use
-	req      Request
-	reqVal   map[string]any
-	now      time.Time
+	// guardScript is the guard's analysis of guardInput's command, reused by call.commands.
+	guardScript *shell.Script
+	guardInput  map[string]any
+	req         Request
+	reqVal      map[string]any
+	now         time.Time
 }
 
 // setInput changes the input seen by later evaluations.
@@ -499,7 +504,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.limits, true
 	case varCall:
 		if a.call == nil {
-			a.call = callValue(a.input)
+			var script *shell.Script
+			if a.guardScript != nil && sameMap(a.input, a.guardInput) {
+				script = a.guardScript
+			}
+			a.call = callValue(a.input, script)
 		}
 		return a.call, true
 	case varRequest:

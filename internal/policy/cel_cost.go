@@ -202,9 +202,10 @@ var (
 		varTool:  fixed(DeclaredRequestBytes),
 		varInput: requestJSON,
 		varCall: recordSchema(map[string]*sizeSchema{
-			"paths":   {max: MaxCallPaths, elem: fixed(paths.MaxPathLen)},
-			"urls":    {max: MaxCallURLs, elem: fixed(hosts.MaxURLLen)},
-			"command": fixed(DeclaredRequestBytes),
+			"paths":    {max: MaxCallPaths, elem: fixed(paths.MaxPathLen)},
+			"urls":     {max: MaxCallURLs, elem: fixed(hosts.MaxURLLen)},
+			"command":  fixed(DeclaredRequestBytes),
+			"commands": shellCommandsResult,
 		}),
 		varRequest: recordSchema(map[string]*sizeSchema{
 			"tool_name":   fixed(DeclaredRequestBytes),

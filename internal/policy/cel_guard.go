@@ -74,39 +74,7 @@ func celShellCommands(v ref.Val) ref.Val {
 	if err != nil {
 		return types.NewErrFromString("shell.commands: " + err.Error())
 	}
-	out := make([]any, 0, len(script.Commands))
-	for i := range script.Commands {
-		c := &script.Commands[i]
-		redirects := make([]any, 0, len(c.Redirects))
-		for _, r := range c.Redirects {
-			redirects = append(redirects, map[string]any{"op": r.Op, "target": r.Target.Value, verbWrite: r.Write})
-		}
-		code := ""
-		if c.Code != shell.CodeNone {
-			code = c.Code.String()
-		}
-		out = append(out, map[string]any{
-			"name":        c.Name,
-			"program":     c.Program,
-			"dynamic":     c.Dynamic,
-			"args":        wordValues(c.Args),
-			"flags":       stringsAny(c.Flags),
-			"positionals": wordValues(c.Positionals),
-			"redirects":   redirects,
-			"wrappers":    stringsAny(c.Wrappers),
-			"via":         c.Via,
-			"code":        code,
-		})
-	}
-	return types.DefaultTypeAdapter.NativeToValue(out)
-}
-
-func wordValues(ws []shell.Word) []any {
-	out := make([]any, len(ws))
-	for i, w := range ws {
-		out[i] = w.Value
-	}
-	return out
+	return commandsValue(script)
 }
 
 func stringsAny(ss []string) []any {
@@ -117,9 +85,11 @@ func stringsAny(ss []string) []any {
 	return out
 }
 
-// callValue is the CEL variable call: the canonical paths, the URLs and the command the call's
-// arguments carry, under whichever field names the agent framework used.
-func callValue(input map[string]any) map[string]any {
+// callValue is the CEL variable call: the canonical paths, the URLs, the command the call's
+// arguments carry, under whichever field names the agent framework used, and that command's
+// analysis (commands, as shell.commands returns it). script is the guard's analysis of the command
+// when it has one for this input (nil: analysed here).
+func callValue(input map[string]any, script *shell.Script) map[string]any {
 	var pbuf [8]string
 	raw, _ := stringValues(pbuf[:0], input, PathFields)
 	ps := make([]any, 0, len(raw))
@@ -131,5 +101,14 @@ func callValue(input map[string]any) map[string]any {
 	var ubuf [4]string
 	us, _ := stringValues(ubuf[:0], input, URLFields)
 	cmd := commandText(input)
-	return map[string]any{"paths": ps, "urls": stringsAny(us), "command": cmd}
+	var commands ref.Val
+	switch {
+	case script != nil:
+		commands = commandsValue(script)
+	case cmd == "":
+		commands = types.NewRefValList(types.DefaultTypeAdapter, nil)
+	default:
+		commands = celShellCommands(types.String(cmd))
+	}
+	return map[string]any{"paths": ps, "urls": stringsAny(us), "command": cmd, "commands": commands}
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 // outcome kinds of one policy's evaluation.
@@ -156,11 +158,13 @@ type toolCall struct {
 	act    *activation
 	now    time.Time
 	run    celRun
+	script *shell.Script // the guard's analysis of the call's command (nil when none)
 }
 
 func (tc *toolCall) activation(input map[string]any) *activation {
 	if tc.act == nil {
-		tc.act = &activation{tool: tc.tool, passport: tc.p, limits: tc.limits, req: *tc.req, now: tc.now}
+		tc.act = &activation{tool: tc.tool, passport: tc.p, limits: tc.limits, req: *tc.req, now: tc.now,
+			guardScript: tc.script, guardInput: tc.req.ToolInput}
 	}
 	if !sameMap(tc.act.input, input) {
 		tc.act.setInput(input)
@@ -191,10 +195,11 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 			return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" needs capability "+capID+", which passport "+p.src.Name+" does not hold", "")
 		}
 	}
-	if v := p.guardCall(tool, capID, req.ToolInput); v.code != "" {
+	script, v := p.guardCall(tool, capID, req.ToolInput)
+	if v.code != "" {
 		return deny(d, v.code, v.msg, "")
 	}
-	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now, run: celRun{parent: ctx, limit: s.deadline}}
+	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now, run: celRun{parent: ctx, limit: s.deadline}, script: script}
 	if mapped {
 		tc.limits, _ = p.src.Spec.Limits[capID].(map[string]any)
 	}

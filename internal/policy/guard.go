@@ -46,32 +46,55 @@ func denyWith(code, format string, args ...any) verdict {
 
 // guardCall applies the passport's limits to a tool call's arguments: the shell command it carries,
 // the paths and URLs it names, the size it writes. capID is the tool's capability ("" if unmapped).
-func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict {
-	cmds, badCmd := commandTexts(input)
-	if isEditorCall(tool, input) {
-		cmds = nil // the command is an editor verb; the path is checked below
-	}
-	if badCmd != "" {
-		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
+// It returns the analysis of the call's first command (call.commands in CEL), or nil.
+func (p *cPassport) guardCall(tool, capID string, input map[string]any) (*shell.Script, verdict) {
+	var first *shell.Script
+	v := p.guardArgs(tool, capID, input, &first)
+	return first, v
+}
+
+// guardArgs is guardCall; first receives the analysis of the first command.
+func (p *cPassport) guardArgs(tool, capID string, input map[string]any, first **shell.Script) verdict {
+	present := presentFields(input)
+	var cmds []string
+	if present&fieldCommand != 0 {
+		var badCmd string
+		cmds, badCmd = commandTexts(input)
+		if isEditorCall(tool, input) {
+			cmds = nil // the command is an editor verb; the path is checked below
+		}
+		if badCmd != "" {
+			return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
+		}
 	}
 	if capID == CapCommandExecute && len(cmds) == 0 {
 		return denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
 	}
 	if len(cmds) > 0 {
-		cwd, v := p.limits.workdir(input)
-		if v.code != "" {
-			return v
-		}
-		for _, cmd := range cmds {
-			if v := p.limits.checkCommand(cmd, cwd); v.code != "" {
+		cwd := ""
+		if present&fieldWorkdir != 0 {
+			var v verdict
+			if cwd, v = p.limits.workdir(input); v.code != "" {
 				return v
+			}
+		}
+		for i, cmd := range cmds {
+			script, v := p.limits.checkCommand(cmd, cwd)
+			if v.code != "" {
+				return v
+			}
+			if i == 0 {
+				*first = script
 			}
 		}
 	}
 	var buf [8]string
-	pathArgs, bad := stringValues(buf[:0], input, PathFields)
-	if bad != "" {
-		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+	pathArgs := buf[:0]
+	if present&fieldPath != 0 {
+		var bad string
+		if pathArgs, bad = stringValues(pathArgs, input, PathFields); bad != "" {
+			return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+		}
 	}
 	if capID == CapFileWrite {
 		pathArgs = append(pathArgs, patchPaths(input)...)
@@ -97,6 +120,9 @@ func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict 
 	default:
 		// Any other tool naming a path (an MCP filesystem server, a custom tool) still may not read
 		// (or, when its name says it writes, write) what a file tool may not.
+		if len(pathArgs) == 0 {
+			break
+		}
 		f, write, verb := &p.limits.read, writesByName(tool), verbRead
 		if write {
 			f, verb = &p.limits.write, verbWrite
@@ -108,9 +134,12 @@ func (p *cPassport) guardCall(tool, capID string, input map[string]any) verdict 
 		}
 	}
 	var ubuf [4]string
-	urls, bad := stringValues(ubuf[:0], input, URLFields)
-	if bad != "" {
-		return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+	urls := ubuf[:0]
+	if present&fieldURL != 0 {
+		var bad string
+		if urls, bad = stringValues(urls, input, URLFields); bad != "" {
+			return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", bad)
+		}
 	}
 	if len(urls) > MaxCallURLs {
 		return denyWith(CodeInvalidContext, "the call names %d URLs, more than %d", len(urls), MaxCallURLs)

@@ -58,12 +58,18 @@ var urlCommands = map[string]bool{"curl": true, "wget": true, "http": true, "htt
 // checkCommand analyses a shell command and applies the passport's limits to every command it
 // would run: blocked command patterns first (DESIGN.md), then allowed_commands, dynamic programs and
 // inline code, then paths (blocked path patterns, blocked_paths, the baseline) and URLs. cwd is the
-// working directory the call names ("" when unknown).
-func (l *passportLimits) checkCommand(src, cwd string) verdict {
+// working directory the call names ("" when unknown). It returns the analysis, which CEL sees as
+// call.commands.
+func (l *passportLimits) checkCommand(src, cwd string) (*shell.Script, verdict) {
 	script, err := shell.Analyze(src, shellLimits)
 	if err != nil {
-		return denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
+		return nil, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
 	}
+	return script, l.checkScript(script, src, cwd)
+}
+
+// checkScript applies the limits to an analysed command (see checkCommand).
+func (l *passportLimits) checkScript(script *shell.Script, src, cwd string) verdict {
 	c := &l.cmd
 	for _, p := range c.patterns {
 		if _, ok := p.Match(script); ok {
