@@ -1,0 +1,156 @@
+/**
+ * What every framework adapter shares: one decision per tool call that never throws (an error
+ * becomes a deny the model can read), and the message a denial shows the model.
+ */
+import { Client, describe, type ClientOptions } from "./client.js";
+import { TollgateError } from "./errors.js";
+import type { Decision, JsonObject } from "./types.js";
+
+/** Options of the framework adapters: a client (or the options to make one) plus call context. */
+export interface GuardOptions extends ClientOptions {
+  /** The client to ask; by default one is made from the other options and the environment. */
+  client?: Client;
+  /** The conversation id sent as `thread_id` (default: what the framework knows, if anything). */
+  threadId?: string;
+  /** Called with every decision the adapter made, e.g. for logging. Errors it throws are ignored. */
+  onDecision?: (decision: Decision, call: GuardedCall) => void;
+}
+
+/** The tool call an adapter decided on. */
+export interface GuardedCall {
+  /** The tool's name. */
+  toolName: string;
+  /** The arguments the model asked for. */
+  toolInput: JsonObject;
+  /** The framework's tool call id, when there is one. */
+  callId?: string;
+}
+
+/** Raised when code (not a model) invokes a guarded tool directly and Tollgate denies the call. */
+export class ToolCallDenied extends TollgateError {
+  /** The deny decision. */
+  readonly decision: Decision;
+  /** The tool's name. */
+  readonly toolName: string;
+
+  /** Creates the error from the deny decision. */
+  constructor(toolName: string, decision: Decision) {
+    super(denialMessage(toolName, decision));
+    this.name = "ToolCallDenied";
+    this.toolName = toolName;
+    this.decision = decision;
+  }
+}
+
+/**
+ * The message a denial shows the model in place of the tool's output: the OAP reason code, the
+ * reason and the deciding policy, e.g.
+ * `Tollgate denied this bash call [oap.blocked_pattern]: recursive deletes … (policy system.command.execute.v1#…)`.
+ */
+export function denialMessage(toolName: string, decision: Decision): string {
+  const reasons = decision.reasons.length > 0 ? decision.reasons : [{ code: "oap.policy_denied", message: "" }];
+  const text = reasons.map((r) => (r.message ? `[${r.code}]: ${r.message}` : `[${r.code}]`)).join("; ");
+  const policy = decision.policyId ? ` (policy ${decision.policyId})` : "";
+  return `Tollgate denied this ${toolName} call ${text}${policy}. Do not retry it unchanged.`;
+}
+
+/**
+ * toToolInput turns a framework's tool arguments into the JSON object Tollgate decides on: objects
+ * as they are, JSON object strings parsed, anything else as `{input: value}`.
+ */
+export function toToolInput(args: unknown): JsonObject {
+  if (typeof args === "string") {
+    try {
+      const v = JSON.parse(args) as unknown;
+      if (isPlainObject(v)) return v;
+    } catch {
+      // not JSON: a plain string argument
+    }
+    return { input: args };
+  }
+  if (isPlainObject(args)) return args;
+  if (args === undefined || args === null) return {};
+  return { input: args };
+}
+
+/**
+ * fromToolInput turns a rewritten input back into the shape the tool was called with: when the
+ * tool took a plain string (wrapped as `{input}`), the rewritten `input` string.
+ */
+export function fromToolInput(original: unknown, modified: JsonObject): unknown {
+  if (!isPlainObject(original) && typeof modified["input"] === "string" && Object.keys(modified).length === 1) {
+    return modified["input"];
+  }
+  return modified;
+}
+
+/** isPlainObject reports whether v is a JSON object (not an array, not null). */
+export function isPlainObject(v: unknown): v is JsonObject {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A Guard asks Tollgate about tool calls for one adapter instance. */
+export class Guard {
+  readonly #options: GuardOptions;
+  #client: Client | undefined;
+
+  /** Creates a guard; the client is made on first use so that importing never throws. */
+  constructor(options: GuardOptions = {}) {
+    this.#options = options;
+    this.#client = options.client;
+  }
+
+  /** The client, made from the options and the environment on first use. */
+  get client(): Client {
+    if (!this.#client) {
+      const { client: _c, threadId: _t, onDecision: _o, ...clientOptions } = this.#options;
+      this.#client = new Client(clientOptions);
+    }
+    return this.#client;
+  }
+
+  /** The configured thread id, if any. */
+  get threadId(): string | undefined {
+    return this.#options.threadId;
+  }
+
+  /**
+   * Decides one tool call. It never throws: when no decision can be had (no URL configured, the
+   * token file unreadable, a request the endpoint refuses) it returns a deny carrying the error,
+   * so that the tool does not run and the model reads why.
+   */
+  async decide(toolName: string, toolInput: JsonObject, ctx: { callId?: string | undefined; threadId?: string | undefined; signal?: AbortSignal | undefined } = {}): Promise<Decision> {
+    let d: Decision;
+    try {
+      const opts: Parameters<Client["decide"]>[2] = {};
+      if (ctx.callId) opts.callId = ctx.callId;
+      const threadId = this.#options.threadId ?? ctx.threadId;
+      if (threadId) opts.threadId = threadId;
+      if (ctx.signal) opts.signal = ctx.signal;
+      d = await this.client.decide(toolName, toolInput, opts);
+    } catch (err) {
+      if (ctx.signal?.aborted) throw err;
+      d = {
+        allow: false,
+        decision: "deny",
+        reasons: [{ code: "oap.evaluator_error", message: `Tollgate could not decide: ${describe(err)}` }],
+        decisionId: "",
+        metadata: { error: err instanceof Error ? err.name : "Error" },
+      };
+    }
+    if (d.decision === "modify" && !d.modifiedInput) {
+      d = { ...d, allow: false, decision: "deny", reasons: [{ code: "oap.evaluator_error", message: "Tollgate answered modify without a rewritten input" }] };
+    }
+    const cb = this.#options.onDecision;
+    if (cb) {
+      try {
+        const call: GuardedCall = { toolName, toolInput };
+        if (ctx.callId) call.callId = ctx.callId;
+        cb(d, call);
+      } catch {
+        // a logging callback must not change the outcome
+      }
+    }
+    return d;
+  }
+}
