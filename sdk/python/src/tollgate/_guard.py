@@ -1,0 +1,142 @@
+"""What every framework adapter shares: a sync and an async client made from one configuration,
+decisions that never raise, and the text a denial shows the model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from ._client import AsyncClient, Client
+from ._errors import RequestError, TollgateError
+from ._models import CODE_EVALUATOR_ERROR, CODE_INVALID_REQUEST, Decision
+
+log = logging.getLogger("tollgate")
+
+
+class Guard:
+    """Decides tool calls for an adapter. ``client`` may be a :class:`Client` or an
+    :class:`AsyncClient`; without one, a client is made from ``client_kwargs`` (and the
+    ``TOLLGATE_*`` environment variables) at once, so that a missing URL fails at setup."""
+
+    def __init__(self, client: Client | AsyncClient | None = None, **client_kwargs: Any) -> None:
+        if client is not None and client_kwargs:
+            raise TypeError("pass either client= or client settings, not both")
+        self._kwargs = client_kwargs
+        self._sync: Client | None = None
+        self._async: AsyncClient | None = None
+        if isinstance(client, AsyncClient):
+            self._async = client
+        elif isinstance(client, Client):
+            self._sync = client
+        elif client is None:
+            self._sync = Client(**client_kwargs)
+        else:
+            raise TypeError(f"client must be a tollgate.Client or tollgate.AsyncClient, got {type(client).__name__}")
+
+    @property
+    def client(self) -> Client:
+        """The synchronous client (made from the async one's settings when only that was given)."""
+        if self._sync is None:
+            assert self._async is not None
+            self._sync = Client(**_settings(self._async))
+        return self._sync
+
+    @property
+    def async_client(self) -> AsyncClient:
+        """The asynchronous client (made from the sync one's settings when only that was given)."""
+        if self._async is None:
+            self._async = AsyncClient(**(_settings(self.client) if not self._kwargs else self._kwargs))
+        return self._async
+
+    def decide(self, tool_name: str, tool_input: Mapping[str, Any], **kw: Any) -> Decision:
+        """The decision on one tool call; an error of the client becomes a deny."""
+        try:
+            return self.client.decide(tool_name, tool_input, **kw)
+        except TollgateError as e:
+            return _error_decision(tool_name, e)
+
+    async def adecide(self, tool_name: str, tool_input: Mapping[str, Any], **kw: Any) -> Decision:
+        """The decision on one tool call, without blocking the event loop."""
+        try:
+            return await self.async_client.decide(tool_name, tool_input, **kw)
+        except TollgateError as e:
+            return _error_decision(tool_name, e)
+
+    def screen_text(self, text: str, **kw: Any) -> Decision:
+        """Screens text the model is about to read (a tool's output) with the input guards."""
+        try:
+            return self.client.pre_llm_call([{"role": "user", "content": text}], **kw)
+        except TollgateError as e:
+            return _error_decision("", e)
+
+    async def ascreen_text(self, text: str, **kw: Any) -> Decision:
+        """The asynchronous form of :meth:`screen_text`."""
+        try:
+            return await self.async_client.pre_llm_call([{"role": "user", "content": text}], **kw)
+        except TollgateError as e:
+            return _error_decision("", e)
+
+    def close(self) -> None:
+        """Closes the synchronous client's connections."""
+        if self._sync is not None:
+            self._sync.close()
+
+    async def aclose(self) -> None:
+        """Closes both clients' connections."""
+        self.close()
+        if self._async is not None:
+            await self._async.aclose()
+
+
+def _settings(c: Client | AsyncClient) -> dict[str, Any]:
+    return {
+        "url": c.url,
+        "passport": c.passport,
+        "token_file": c.token_file,
+        "token": c._tokens._static,
+        "agent_id": c.agent_id,
+        "timeout": c.timeout,
+        "fail_closed": c.fail_closed,
+        "retries": c.retries,
+    }
+
+
+def _error_decision(tool_name: str, err: TollgateError) -> Decision:
+    what = f"tool call {tool_name!r}" if tool_name else "content"
+    if isinstance(err, RequestError):
+        log.error("tollgate: the endpoint refused the request for %s: %s", what, err)
+        return Decision.local_deny(CODE_INVALID_REQUEST, f"Tollgate could not decide: {err}")
+    log.error("tollgate: no decision for %s: %s", what, err)
+    return Decision.local_deny(CODE_EVALUATOR_ERROR, f"Tollgate could not decide: {err}")
+
+
+def denial_message(tool_name: str, decision: Decision) -> str:
+    """What the model reads instead of the tool's result when Tollgate denied the call."""
+    return f"Tollgate denied the call to tool {tool_name!r}: {decision.explain()}. Do not retry it unchanged."
+
+
+def retry_message(tool_name: str, decision: Decision) -> str:
+    """What the model reads when the framework cannot run a rewritten call in place."""
+    args = json.dumps(decision.modified_input, ensure_ascii=False, sort_keys=True)
+    return (f"Tollgate requires changed arguments for tool {tool_name!r} ({decision.explain()}). "
+            f"It did not run; call it again with exactly these arguments: {args}")
+
+
+def parse_tool_arguments(raw: str) -> dict[str, Any] | None:
+    """A tool call's JSON arguments as an object (``{}`` for an empty string), or None when they
+    are not a JSON object."""
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+async def run_blocking(fn: Any, /, *args: Any, **kw: Any) -> Any:
+    """Runs a blocking function in a worker thread."""
+    return await asyncio.to_thread(fn, *args, **kw)
