@@ -687,6 +687,7 @@ type Snapshot struct {
 	selected  map[string]int // policy name -> selected passports
 	ruleCount map[string]int
 	emptySet  *policySet
+	analyses  *analysisCache // shell analyses of recent commands
 }
 
 // Compile validates and compiles b into a Snapshot. On failure the error is a *CompileError listing
@@ -726,6 +727,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		selected:  make(map[string]int, len(b.Policies)),
 		ruleCount: make(map[string]int, len(b.Policies)),
 		emptySet:  newPolicySet(nil),
+		analyses:  newAnalysisCache(),
 	}
 
 	// Policies.

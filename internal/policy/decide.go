@@ -195,7 +195,7 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 			return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" needs capability "+capID+", which passport "+p.src.Name+" does not hold", "")
 		}
 	}
-	script, v := p.guardCall(tool, capID, req.ToolInput)
+	script, v := p.guardCall(s.analyses, tool, capID, req.ToolInput)
 	if v.code != "" {
 		return deny(d, v.code, v.msg, "")
 	}

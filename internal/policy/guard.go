@@ -46,15 +46,16 @@ func denyWith(code, format string, args ...any) verdict {
 
 // guardCall applies the passport's limits to a tool call's arguments: the shell command it carries,
 // the paths and URLs it names, the size it writes. capID is the tool's capability ("" if unmapped).
-// It returns the analysis of the call's first command (call.commands in CEL), or nil.
-func (p *cPassport) guardCall(tool, capID string, input map[string]any) (*shell.Script, verdict) {
+// It returns the analysis of the call's first command (call.commands in CEL), or nil. cache keeps
+// recent analyses (nil: none).
+func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input map[string]any) (*shell.Script, verdict) {
 	var first *shell.Script
-	v := p.guardArgs(tool, capID, input, &first)
+	v := p.guardArgs(cache, tool, capID, input, &first)
 	return first, v
 }
 
 // guardArgs is guardCall; first receives the analysis of the first command.
-func (p *cPassport) guardArgs(tool, capID string, input map[string]any, first **shell.Script) verdict {
+func (p *cPassport) guardArgs(cache *analysisCache, tool, capID string, input map[string]any, first **shell.Script) verdict {
 	present := presentFields(input)
 	var cmds []string
 	if present&fieldCommand != 0 {
@@ -79,7 +80,7 @@ func (p *cPassport) guardArgs(tool, capID string, input map[string]any, first **
 			}
 		}
 		for i, cmd := range cmds {
-			script, v := p.limits.checkCommand(cmd, cwd)
+			script, v := p.limits.checkCommand(cache, cmd, cwd)
 			if v.code != "" {
 				return v
 			}

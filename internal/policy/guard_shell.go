@@ -60,8 +60,8 @@ var urlCommands = map[string]bool{"curl": true, "wget": true, "http": true, "htt
 // inline code, then paths (blocked path patterns, blocked_paths, the baseline) and URLs. cwd is the
 // working directory the call names ("" when unknown). It returns the analysis, which CEL sees as
 // call.commands.
-func (l *passportLimits) checkCommand(src, cwd string) (*shell.Script, verdict) {
-	script, err := shell.Analyze(src, shellLimits)
+func (l *passportLimits) checkCommand(cache *analysisCache, src, cwd string) (*shell.Script, verdict) {
+	script, err := cache.analyze(src)
 	if err != nil {
 		return nil, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
 	}

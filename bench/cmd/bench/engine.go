@@ -36,6 +36,17 @@ const (
 // shellCommand200 is a realistic 200-character command an agent runs.
 const shellCommand200 = `git status --short && git diff --stat HEAD~1 | head -50; find . -name '*.go' -newer go.mod | xargs grep -n 'TODO' 2>/dev/null | sort | uniq -c | sort -rn | head -20 && echo done`
 
+// distinctShellRequests returns n shell calls under the sample passport that differ in one path, so
+// that no decision finds its command's analysis in the snapshot's cache (which keeps 2,048).
+func distinctShellRequests(n int) []policy.Request {
+	reqs := make([]policy.Request, n)
+	for i := range reqs {
+		reqs[i] = policy.Request{Passport: "coding-agent", ToolName: "bash", ToolInput: map[string]any{
+			"command": fmt.Sprintf("git diff --stat HEAD~1 | head -50 && grep -rn TODO internal/p%d/ | wc -l", i)}}
+	}
+	return reqs
+}
+
 // samplesBundle is config/samples' namespace bundle (the coding-agent passport and the policies).
 func samplesBundle() policy.Bundle {
 	set, err := manifest.Load(filepath.Join(testenv.RepoRoot(), "config", "samples"))
@@ -54,6 +65,7 @@ type decideCase struct {
 	id, name string
 	bundle   func() policy.Bundle
 	req      policy.Request
+	reqs     []policy.Request // when set, the requests decided in turn instead of req
 	want     string
 	snap     *policy.Snapshot
 	ns       []float64
@@ -81,6 +93,9 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 			req: policy.Request{Passport: "coding-agent", ToolName: "bash",
 				ToolInput: map[string]any{"command": "git diff --stat HEAD~1 | head -50 && grep -rn TODO internal/ | wc -l"}},
 			want: policy.DecisionAllow},
+		{id: "engine.decide.shell_sample_cold", name: "1d. Same, a new command every call (no cached analysis)",
+			bundle: samplesBundle, req: distinctShellRequests(1)[0], reqs: distinctShellRequests(1 << 14),
+			want: policy.DecisionAllow},
 	}
 	for _, c := range cases {
 		snap, err := policy.Compile(c.bundle())
@@ -100,6 +115,12 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 			}
 			r := testing.Benchmark(func(b *testing.B) {
 				b.ReportAllocs()
+				if c.reqs != nil {
+					for i := range b.N {
+						c.snap.Decide(ctx, c.reqs[i%len(c.reqs)])
+					}
+					return
+				}
 				for range b.N {
 					c.snap.Decide(ctx, c.req)
 				}

@@ -1,0 +1,99 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+)
+
+func TestAnalysisCache(t *testing.T) {
+	c := newAnalysisCache()
+	a, err := c.analyze("git status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.analyze("git status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("a repeated command was analysed again")
+	}
+	if _, err := c.analyze("echo 'unterminated"); err == nil {
+		t.Fatal("a command that does not parse was analysed")
+	}
+	if _, ok := c.byCmd["echo 'unterminated"]; ok {
+		t.Fatal("a failed analysis was kept")
+	}
+	long := "echo " + strings.Repeat("x", analysisCacheMaxSource)
+	if _, err := c.analyze(long); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.byCmd[long]; ok {
+		t.Fatal("a command over analysisCacheMaxSource was kept")
+	}
+	// A short command whose analysis is large (brace expansion) is analysed but not kept.
+	wide := "echo {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}"
+	s, err := c.analyze(wide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Commands[0].Args) != 128 {
+		t.Fatalf("brace expansion gave %d words, want 128", len(s.Commands[0].Args))
+	}
+	if _, ok := c.byCmd[wide]; ok {
+		t.Fatal("an analysis over analysisCacheMaxWords was kept")
+	}
+	// The cache holds at most analysisCacheEntries commands, evicting the oldest.
+	for i := range analysisCacheEntries + 10 {
+		if _, err := c.analyze(fmt.Sprintf("ls dir%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(c.byCmd) != analysisCacheEntries || len(c.order) != analysisCacheEntries {
+		t.Fatalf("cache holds %d (%d in order), want %d", len(c.byCmd), len(c.order), analysisCacheEntries)
+	}
+	if _, ok := c.byCmd["git status"]; ok {
+		t.Fatal("the oldest entry was not evicted")
+	}
+	if _, ok := c.byCmd[fmt.Sprintf("ls dir%d", analysisCacheEntries+9)]; !ok {
+		t.Fatal("the newest entry is missing")
+	}
+}
+
+// TestAnalysisCacheSharedDecisions decides the same commands from many goroutines (run with -race):
+// cached analyses are shared read-only, and the decisions equal those of a snapshot deciding each
+// command for the first time.
+func TestAnalysisCacheSharedDecisions(t *testing.T) {
+	commands := []string{"git status", "rm -rf /", "ls && sudo id", "cat /etc/shadow", "git log -3 | cat", "echo hi > ~/.bashrc"}
+	fresh := func() *Snapshot { return compileSample(t) }
+	want := map[string]string{}
+	for _, cmd := range commands {
+		d := fresh().Decide(context.Background(), Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": cmd}})
+		want[cmd] = d.Decision + " " + d.Reasons[0].Code
+	}
+	snap := fresh()
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(commands)*50)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				cmd := commands[(g+i)%len(commands)]
+				d := snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": cmd}})
+				if got := d.Decision + " " + d.Reasons[0].Code; got != want[cmd] {
+					errs <- fmt.Sprintf("%q: %s, want %s", cmd, got, want[cmd])
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if want["rm -rf /"] == want["git status"] {
+		t.Fatalf("the sample decides rm -rf / like git status (%s): the test proves nothing", want["git status"])
+	}
+}
