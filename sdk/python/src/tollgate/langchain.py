@@ -46,8 +46,7 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     def __init__(self, client: Client | AsyncClient | None = None, **client_kwargs: Any) -> None:
         super().__init__()
-        self.guard = Guard(client, **client_kwargs)
-        """The clients the middleware decides with."""
+        self._guard = Guard(client, **client_kwargs)
 
     def wrap_tool_call(
         self,
@@ -56,7 +55,7 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     ) -> _Result:
         """Asks Tollgate, then runs the call as it is, runs it rewritten, or answers a denial."""
         name, args, call_id = _call(request)
-        decision = self.guard.decide(name, args, call_id=call_id, thread_id=_thread_id(request))
+        decision = self._guard.decide(name, args, call_id=call_id, thread_id=_thread_id(request))
         if decision.denied:
             return _denied(request, name, decision)
         return handler(_apply(request, args, decision))
@@ -68,7 +67,7 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     ) -> _Result:
         """The asynchronous form of :meth:`wrap_tool_call`."""
         name, args, call_id = _call(request)
-        decision = await self.guard.adecide(name, args, call_id=call_id, thread_id=_thread_id(request))
+        decision = await self._guard.adecide(name, args, call_id=call_id, thread_id=_thread_id(request))
         if decision.denied:
             return _denied(request, name, decision)
         return await handler(_apply(request, args, decision))

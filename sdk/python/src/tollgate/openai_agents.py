@@ -1,0 +1,178 @@
+"""Tollgate for the OpenAI Agents SDK: tool input guardrails that ask Tollgate before each
+function-tool call, and a tool output guardrail that screens what a tool returns.
+
+    from agents import Agent
+    from tollgate.openai_agents import guard_tools
+
+    agent = Agent(name="coder", tools=guard_tools([bash, read_file]))
+
+A denied call does not run: the SDK's ``reject_content`` behaviour sends the model a message with
+the OAP reason code and reason instead of the tool's result, and the run goes on. The SDK's tool
+guardrails can allow or reject a call but cannot change its arguments, so ``guard_tools`` also
+wraps each tool's invoker to run a ``modify`` decision's rewritten arguments. A tool that carries
+only the bare input guardrail (:func:`tool_input_guardrail`) is never run with arguments Tollgate
+wanted changed: the model is told the rewritten arguments and asked to call again with them.
+
+The decision API has no hook for tool results, so the output guardrail screens a tool's output
+with the input guards (``pre_llm_call``) as the text the model reads next, catching indirect
+prompt injection (``oap.prompt_injection``).
+
+Install with ``pip install tollgate[openai-agents]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+from agents import (
+    FunctionTool,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
+)
+
+from ._client import AsyncClient, Client
+from ._guard import Guard, denial_message, retry_message
+from ._models import CODE_INVALID_REQUEST, Decision
+
+__all__ = ["TollgateGuardrails", "guard_tools", "tool_input_guardrail", "tool_output_guardrail"]
+
+# Rewritten arguments waiting for their tool call to be invoked, per guarded tool. Bounded: an
+# entry whose invocation never comes (another guardrail rejected the call) is dropped eventually.
+_MAX_PENDING = 4096
+
+
+class TollgateGuardrails:
+    """Tollgate's tool guardrails for the OpenAI Agents SDK, sharing one client.
+
+    ``client`` is a :class:`tollgate.Client` or :class:`tollgate.AsyncClient`; without one a
+    client is made from ``client_kwargs`` and the ``TOLLGATE_*`` environment variables.
+    """
+
+    def __init__(self, client: Client | AsyncClient | None = None, **client_kwargs: Any) -> None:
+        self._guard = Guard(client, **client_kwargs)
+        self.input: ToolInputGuardrail[Any] = self._input_guardrail(None)
+        """A tool input guardrail for any function tool. A ``modify`` decision rejects the call
+        and tells the model the rewritten arguments (use :meth:`guard` to run them in place)."""
+        self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
+            guardrail_function=self._check_output, name="tollgate_output")
+        """A tool output guardrail that screens each result with the input guards."""
+
+    def guard(self, tool: Any, *, screen_output: bool = False) -> Any:
+        """A copy of ``tool`` behind Tollgate: the input guardrail is added, and a ``modify``
+        decision runs the tool with the rewritten arguments. With ``screen_output`` the output
+        guardrail is added too. Tools other than function tools are returned unchanged (the
+        SDK's tool guardrails apply to function tools only)."""
+        if not isinstance(tool, FunctionTool):
+            return tool
+        pending: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        original = tool.on_invoke_tool
+
+        async def on_invoke_tool(ctx: Any, input: str) -> Any:
+            modified = pending.pop(str(getattr(ctx, "tool_call_id", "")), None)
+            if modified is not None:
+                input = json.dumps(modified, ensure_ascii=False)
+                # Arguments the SDK prepared (for an approval check) belong to the original input.
+                if getattr(ctx, "_function_tool_arguments", None) is not None:
+                    ctx._function_tool_arguments = None
+            return await original(ctx, input)
+
+        outputs = list(tool.tool_output_guardrails or [])
+        if screen_output:
+            outputs.append(self.output)
+        return dataclasses.replace(
+            tool,
+            on_invoke_tool=on_invoke_tool,
+            tool_input_guardrails=[*(tool.tool_input_guardrails or []), self._input_guardrail(pending)],
+            tool_output_guardrails=outputs or None,
+        )
+
+    def guard_all(self, tools: Iterable[Any], *, screen_output: bool = False) -> list[Any]:
+        """:meth:`guard` for each tool."""
+        return [self.guard(t, screen_output=screen_output) for t in tools]
+
+    def _input_guardrail(self, pending: OrderedDict[str, dict[str, Any]] | None) -> ToolInputGuardrail[Any]:
+        async def tollgate(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+            ctx = data.context
+            name = ctx.tool_name
+            args = _arguments(ctx.tool_arguments)
+            if args is None:
+                decision = Decision.local_deny(CODE_INVALID_REQUEST, "the tool arguments are not a JSON object")
+            else:
+                decision = await self._guard.adecide(name, args, call_id=ctx.tool_call_id, thread_id=_thread_id(ctx))
+            info = _info(decision)
+            if decision.denied:
+                return ToolGuardrailFunctionOutput.reject_content(denial_message(name, decision), output_info=info)
+            if decision.modified:
+                if pending is None:
+                    return ToolGuardrailFunctionOutput.reject_content(retry_message(name, decision), output_info=info)
+                pending[str(ctx.tool_call_id)] = decision.input_for(args)
+                while len(pending) > _MAX_PENDING:
+                    pending.popitem(last=False)
+            return ToolGuardrailFunctionOutput.allow(output_info=info)
+
+        return ToolInputGuardrail(guardrail_function=tollgate, name="tollgate")
+
+    async def _check_output(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        output = data.output
+        text = output if isinstance(output, str) else _text(output)
+        decision = await self._guard.ascreen_text(text, thread_id=_thread_id(data.context))
+        if decision.denied:
+            return ToolGuardrailFunctionOutput.reject_content(
+                f"Tollgate withheld the output of tool {data.context.tool_name!r}: {decision.explain()}",
+                output_info=_info(decision))
+        return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))
+
+
+def tool_input_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> ToolInputGuardrail[Any]:
+    """A Tollgate tool input guardrail, to list in a function tool's ``tool_input_guardrails``."""
+    return TollgateGuardrails(client, **client_kwargs).input
+
+
+def tool_output_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> ToolOutputGuardrail[Any]:
+    """A Tollgate tool output guardrail, to list in a function tool's ``tool_output_guardrails``."""
+    return TollgateGuardrails(client, **client_kwargs).output
+
+
+def guard_tools(tools: Iterable[Any], client: Client | AsyncClient | None = None, *,
+                screen_output: bool = False, **client_kwargs: Any) -> list[Any]:
+    """Puts every function tool in ``tools`` behind Tollgate (see :meth:`TollgateGuardrails.guard`)."""
+    return TollgateGuardrails(client, **client_kwargs).guard_all(tools, screen_output=screen_output)
+
+
+def _arguments(raw: Any) -> dict[str, Any] | None:
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str) or not raw.strip():
+        return {} if not raw else None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _thread_id(ctx: Any) -> str | None:
+    run_config = getattr(ctx, "run_config", None)
+    group = getattr(run_config, "group_id", None)
+    return str(group) if group else None
+
+
+def _text(output: Any) -> str:
+    if isinstance(output, (dict, list)):
+        try:
+            return json.dumps(output, ensure_ascii=False)
+        except (TypeError, ValueError):
+            pass
+    return str(output)
+
+
+def _info(d: Decision) -> dict[str, Any]:
+    return {"tollgate": {"decision": d.decision, "code": d.code, "message": d.message,
+                         "policy_id": d.policy_id, "decision_id": d.decision_id}}

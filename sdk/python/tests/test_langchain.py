@@ -1,0 +1,103 @@
+"""tollgate.langchain.TollgateMiddleware in real LangChain and LangGraph agents, driven by
+langchain_core's fake chat model, against a real `tollgate serve`."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agenttools import BENIGN, DANGEROUS, REWRITTEN, Sandbox
+from conftest import Server
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from netutil import closed_port_url
+
+from tollgate import AsyncClient, Client
+from tollgate.langchain import TollgateMiddleware
+
+
+class ScriptedChatModel(GenericFakeChatModel):
+    """langchain_core's fake chat model, accepting tools (it answers from its script anyway)."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+        return self
+
+
+def script() -> ScriptedChatModel:
+    """One tool call per turn: dangerous, benign, rewritten; then a final answer."""
+    turns = [
+        AIMessage("", tool_calls=[{"name": "bash", "args": args, "id": f"call_{i}"}])
+        for i, args in enumerate([DANGEROUS, BENIGN, REWRITTEN])
+    ]
+    return ScriptedChatModel(messages=iter([*turns, AIMessage("done")]))
+
+
+def bash_tool(sandbox: Sandbox) -> BaseTool:
+    return StructuredTool.from_function(sandbox.bash, name="bash", description="Run a shell command.")
+
+
+def tool_messages(result: dict[str, Any]) -> list[ToolMessage]:
+    return [m for m in result["messages"] if isinstance(m, ToolMessage)]
+
+
+def assert_transcript(result: dict[str, Any]) -> None:
+    denied, listed, rewritten = tool_messages(result)
+    assert denied.status == "error" and "oap.blocked_pattern" in denied.content, denied
+    assert denied.tool_call_id == "call_0"
+    assert denied.additional_kwargs["tollgate"]["code"] == "oap.blocked_pattern"
+    assert listed.status == "success" and "precious" in listed.content
+    assert rewritten.status == "success" and "git version" in rewritten.content
+    assert result["messages"][-1].content == "done"  # the loop went on after the denial
+
+
+def test_create_agent(env: Server, tmp_path: Path) -> None:
+    sandbox = Sandbox.make(tmp_path)
+    agent = create_agent(script(), [bash_tool(sandbox)], middleware=[TollgateMiddleware()])
+    result = agent.invoke({"messages": [{"role": "user", "content": "clean up"}]},
+                          {"configurable": {"thread_id": "t-1"}})
+    sandbox.assert_outcome()
+    assert_transcript(result)
+
+
+async def test_create_agent_async(env: Server, tmp_path: Path) -> None:
+    sandbox = Sandbox.make(tmp_path)
+    agent = create_agent(script(), [bash_tool(sandbox)], middleware=[TollgateMiddleware(AsyncClient())])
+    result = await agent.ainvoke({"messages": [{"role": "user", "content": "clean up"}]})
+    sandbox.assert_outcome()
+    assert_transcript(result)
+
+
+def test_langgraph_prebuilt_agent(env: Server, tmp_path: Path) -> None:
+    sandbox = Sandbox.make(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # create_react_agent is deprecated in favour of create_agent
+        from langgraph.prebuilt import create_react_agent
+
+        agent = create_react_agent(script(), TollgateMiddleware(Client()).tool_node([bash_tool(sandbox)]))
+    result = agent.invoke({"messages": [{"role": "user", "content": "clean up"}]})
+    sandbox.assert_outcome()
+    assert_transcript(result)
+
+
+def test_unreachable_endpoint_denies_without_crashing(tmp_path: Path) -> None:
+    sandbox = Sandbox.make(tmp_path)
+    mw = TollgateMiddleware(url=closed_port_url(), passport="coding-agent", retries=0)
+    model = ScriptedChatModel(messages=iter([
+        AIMessage("", tool_calls=[{"name": "bash", "args": BENIGN, "id": "call_0"}]),
+        AIMessage("gave up"),
+    ]))
+    result = create_agent(model, [bash_tool(sandbox)], middleware=[mw]).invoke({"messages": [("user", "ls")]})
+    (msg,) = tool_messages(result)
+    assert msg.status == "error" and "oap.evaluator_error" in msg.content
+    assert sandbox.ran == []
+    assert result["messages"][-1].content == "gave up"
+
+
+def test_client_and_settings_are_exclusive(env: Server) -> None:
+    with pytest.raises(TypeError):
+        TollgateMiddleware(Client(), passport="coding-agent")
