@@ -41,12 +41,13 @@ export interface ClientOptions {
   /** Deadline of one call in milliseconds, retries included (default 5000). */
   timeoutMs?: number;
   /**
-   * What an unavailable endpoint means (connection refused or reset, timeout, 429 or 5xx after the
-   * retries): `true` (default) returns a deny decision (`oap.evaluator_error`), `false` an allow
-   * decision. Either way `decision.metadata.unavailable` is true. Malformed requests and
-   * authentication failures are never covered by this: they raise {@link RequestError}.
+   * What an unavailable endpoint means (connection refused or reset, timeout, HTTP 429 or 5xx, an
+   * answer that is not a decision; after the retries): `true` (default) a deny decision, `false`
+   * an allow decision, both with the reason `oap.evaluator_error` and `unavailable: true`; `null`
+   * rejects with {@link Unavailable}. Malformed requests and authentication failures are never
+   * covered by this: they reject with {@link RequestError}.
    */
-  failClosed?: boolean;
+  failClosed?: boolean | null;
   /** Retries after a connection error, 429 or 5xx, with exponential backoff (default 2). */
   retries?: number;
   /** First backoff delay in milliseconds (default 50; doubled each retry, bounded by the deadline). */
@@ -83,8 +84,8 @@ export class Client {
   readonly tokenFile: string | undefined;
   /** The deadline of one call in milliseconds. */
   readonly timeoutMs: number;
-  /** Whether an unavailable endpoint means deny. */
-  readonly failClosed: boolean;
+  /** What an unavailable endpoint means: true deny, false allow, null reject with Unavailable. */
+  readonly failClosed: boolean | null;
   /** Retries after a connection error, 429 or 5xx. */
   readonly retries: number;
 
@@ -116,7 +117,7 @@ export class Client {
     this.tokenFile = options.tokenFile ?? (env[ENV_TOKEN_FILE] || undefined);
     this.#token = options.token;
     this.timeoutMs = positive(options.timeoutMs, DEFAULT_TIMEOUT_MS, "timeoutMs");
-    this.failClosed = options.failClosed ?? true;
+    this.failClosed = options.failClosed === undefined ? true : options.failClosed;
     this.retries = Math.max(0, Math.floor(options.retries ?? DEFAULT_RETRIES));
     this.#backoffMs = positive(options.retryBackoffMs, 50, "retryBackoffMs");
     const f = options.fetch ?? globalThis.fetch;
@@ -131,15 +132,14 @@ export class Client {
    * Asks whether a tool call may proceed (hook `pre_tool_call` unless `options.hook` says
    * otherwise). Resolves to the decision, deny included. Rejects with {@link RequestError} when the
    * endpoint refuses the request (the error names the field) and with {@link TollgateError} when
-   * the token file cannot be read or the answer is not a decision. An unavailable endpoint is not
-   * an error: it yields a deny (`failClosed`, the default) or an allow decision with
-   * `metadata.unavailable` set.
+   * the token file cannot be read. An unavailable endpoint yields a deny (`failClosed`, the
+   * default) or an allow decision with `unavailable: true`, or rejects with {@link Unavailable}
+   * when `failClosed` is null.
    */
   async decide(toolName: string | undefined, toolInput?: JsonObject, options: DecideOptions = {}): Promise<Decision> {
     const body = this.#wireRequest({ ...options, toolName, toolInput });
     try {
-      const out = await this.#post("/v1/decide", body, options.signal);
-      return decodeDecision(out, "");
+      return decodeDecision(await this.#post("/v1/decide", body, options.signal), "");
     } catch (err) {
       if (err instanceof Unavailable) {
         return this.#unavailableDecision(err);
@@ -163,14 +163,19 @@ export class Client {
       }
       throw err;
     }
-    const ds = isObject(out) ? out["decisions"] : undefined;
-    if (!Array.isArray(ds)) {
-      throw new TollgateError("tollgate: decoding batch response: no decisions array");
+    try {
+      const ds = isObject(out) ? out["decisions"] : undefined;
+      if (!Array.isArray(ds) || ds.length !== requests.length) {
+        const got = Array.isArray(ds) ? ds.length : "no";
+        throw new Unavailable(`tollgate: the endpoint answered ${got} decisions for ${requests.length} requests`, 1, 200);
+      }
+      return ds.map((d, i) => decodeDecision(d, `decisions[${i}]`));
+    } catch (err) {
+      if (err instanceof Unavailable) {
+        return requests.map(() => this.#unavailableDecision(err));
+      }
+      throw err;
     }
-    if (ds.length !== requests.length) {
-      throw new TollgateError(`tollgate: got ${ds.length} decisions for ${requests.length} requests`);
-    }
-    return ds.map((d, i) => decodeDecision(d, `decisions[${i}]`));
   }
 
   /**
@@ -219,25 +224,34 @@ export class Client {
     if (r.timestamp !== undefined) {
       body["timestamp"] = r.timestamp instanceof Date ? r.timestamp.toISOString() : r.timestamp;
     }
+    if (r.extra) {
+      for (const [k, v] of Object.entries(r.extra)) {
+        if (!(k in body)) body[k] = v;
+      }
+    }
     return body;
   }
 
   #unavailableDecision(err: Unavailable): Decision {
+    if (this.failClosed === null) {
+      throw err;
+    }
     const mode = this.failClosed ? "failing closed" : "failing open";
-    const message = `Tollgate endpoint unavailable, ${mode}: ${err.message}`;
     return {
       allow: !this.failClosed,
       decision: this.failClosed ? "deny" : "allow",
-      reasons: [{ code: this.failClosed ? "oap.evaluator_error" : "oap.allowed", message }],
+      reasons: [{ code: "oap.evaluator_error", message: `Tollgate endpoint unavailable, ${mode}: ${err.message}` }],
       decisionId: "",
-      metadata: { unavailable: true },
+      unavailable: true,
     };
   }
 
-  async #bearer(): Promise<string | undefined> {
+  /** The bearer token: the token file's content, re-read when the file changed (or when forced). */
+  async #bearer(force = false): Promise<string | undefined> {
     if (!this.tokenFile) {
       return this.#token;
     }
+    if (force) this.#tokenCache = undefined;
     let key: string;
     try {
       const st = await stat(this.tokenFile);
@@ -271,6 +285,7 @@ export class Client {
   async #send(method: string, path: string, payload: string | undefined, signal?: AbortSignal): Promise<unknown> {
     const target = this.url + path;
     const deadline = Date.now() + this.timeoutMs;
+    let reauthed = false;
     for (let attempt = 1; ; attempt++) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
@@ -309,12 +324,20 @@ export class Client {
         try {
           return JSON.parse(text) as unknown;
         } catch (err) {
-          throw new TollgateError(`tollgate: decoding response of ${path}: ${describe(err)}`, { cause: err });
+          throw new Unavailable(`tollgate: the answer of ${path} is not JSON: ${describe(err)}`, attempt, status, { cause: err });
+        }
+      }
+      if (status === 401 && this.tokenFile && !reauthed) {
+        // The kubelet may have rotated the token since it was read: read it again, once.
+        reauthed = true;
+        if ((await this.#bearer(true)) !== token) {
+          attempt--;
+          continue;
         }
       }
       if (status === 429 || status >= 500) {
         const why = errorBody(text);
-        if (attempt > this.retries) {
+        if (!retryableStatus.has(status) || attempt > this.retries) {
           throw new Unavailable(`tollgate: ${target} answered HTTP ${status}${why.message ? `: ${why.message}` : ""} (${attempt} attempts)`, attempt, status);
         }
         const backoff = Math.max(this.#backoffMs * 2 ** (attempt - 1), retryAfterMs);
@@ -326,6 +349,9 @@ export class Client {
     }
   }
 }
+
+// Answers worth another attempt: overload and gateways between the agent and the endpoint.
+const retryableStatus = new Set([429, 502, 503, 504]);
 
 function positive(v: number | undefined, def: number, name: string): number {
   if (v === undefined) return def;
@@ -453,11 +479,11 @@ function decodeMetadata(v: Record<string, unknown>): DecisionMetadata {
 function decodeDecision(v: unknown, where: string): Decision {
   const at = where ? ` (${where})` : "";
   if (!isObject(v)) {
-    throw new TollgateError(`tollgate: decoding decision${at}: not a JSON object`);
+    throw new Unavailable(`tollgate: the endpoint's answer${at} is not a decision: not a JSON object`, 1, 200);
   }
   const value = v["decision"];
   if (typeof value !== "string" || !decisionValues.has(value) || typeof v["allow"] !== "boolean") {
-    throw new TollgateError(`tollgate: decoding decision${at}: want "decision" allow|deny|modify and a boolean "allow"`);
+    throw new Unavailable(`tollgate: the endpoint's answer${at} is not a decision: want "decision" allow|deny|modify and a boolean "allow"`, 1, 200);
   }
   // allow must agree with decision: a deny that says allow:true is not trusted.
   const allow = v["allow"] && value !== "deny";
@@ -469,7 +495,7 @@ function decodeDecision(v: unknown, where: string): Decision {
   };
   if (value === "modify") {
     if (!isObject(v["modified_input"])) {
-      throw new TollgateError(`tollgate: decoding decision${at}: a modify without modified_input`);
+      throw new Unavailable(`tollgate: the endpoint's answer${at} is not a decision: a modify without modified_input`, 1, 200);
     }
     d.modifiedInput = v["modified_input"];
   }

@@ -77,8 +77,6 @@ export interface DecisionMetadata {
     toolNames: string[];
     count: number;
   };
-  /** Set by the client when it made the decision itself because the endpoint was unavailable. */
-  unavailable?: boolean;
   /** Every other metadata key, as sent. */
   [key: string]: unknown;
 }
@@ -107,6 +105,11 @@ export interface Decision {
   createdAt?: string;
   /** How many seconds the decision may be cached. */
   expiresIn?: number;
+  /**
+   * True when the endpoint was unavailable and the client decided by its `failClosed` setting
+   * (`reasons` then carries `oap.evaluator_error`).
+   */
+  unavailable?: boolean;
 }
 
 /** Per-call options of {@link Client.decide}. */
@@ -129,6 +132,8 @@ export interface DecideOptions {
   isSubagent?: boolean;
   /** When the agent made the call (informational). */
   timestamp?: Date | string;
+  /** Further top-level request fields, sent as they are (for API fields this SDK does not name yet). */
+  extra?: JsonObject;
   /** Aborts the request. */
   signal?: AbortSignal;
 }

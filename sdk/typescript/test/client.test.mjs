@@ -121,7 +121,7 @@ describe("LLM hooks", () => {
     assert.equal(bad.decision, "deny");
     assert.equal(bad.reasons[0].code, "oap.prompt_injection");
     assert.equal(bad.metadata.riskAssessment.hasRisk, true);
-    assert.equal(bad.metadata.riskAssessment.riskLevel, "CRITICAL");
+    assert.notEqual(bad.metadata.riskAssessment.riskLevel, "SAFE");
     const good = await client.preLLMCall([{ role: "user", content: [{ type: "text", text: "list the files" }] }]);
     assert.equal(good.decision, "allow");
     assert.equal(good.metadata.riskAssessment.hasRisk, false);
@@ -154,7 +154,7 @@ describe("errors", () => {
   });
 
   test("an unknown hook is a RequestError on hook", async () => {
-    await assert.rejects(client.decide("bash", { command: "ls" }, { hook: "post_tool_call" }), (err) => err instanceof RequestError && err.field === "hook");
+    await assert.rejects(client.decide("bash", { command: "ls" }, { hook: "post_everything" }), (err) => err instanceof RequestError && err.field === "hook");
   });
 
   test("no passport at all is a RequestError on passport", async () => {
@@ -205,7 +205,8 @@ describe("unavailable endpoint", () => {
       assert.equal(d.allow, false);
       assert.equal(d.reasons[0].code, "oap.evaluator_error");
       assert.match(d.reasons[0].message, /unavailable, failing closed/);
-      assert.equal(d.metadata.unavailable, true);
+      assert.equal(d.unavailable, true);
+      assert.equal(d.decisionId, "");
       assert.equal(resetter.count(), 3, "one attempt and two retries");
     } finally {
       await resetter.close();
@@ -220,12 +221,16 @@ describe("unavailable endpoint", () => {
     const d = await c.decide("bash", { command: "rm -rf /" });
     assert.equal(d.decision, "allow");
     assert.equal(d.allow, true);
-    assert.equal(d.metadata.unavailable, true);
+    assert.equal(d.unavailable, true);
+    assert.equal(d.reasons[0].code, "oap.evaluator_error");
     assert.match(d.reasons[0].message, /failing open/);
     const ds = await c.decideBatch([{ toolName: "bash", toolInput: {} }, { toolName: "ls" }]);
     assert.equal(ds.length, 2);
-    assert.ok(ds.every((x) => x.allow && x.metadata.unavailable));
+    assert.ok(ds.every((x) => x.allow && x.unavailable));
     await assert.rejects(c.status(), Unavailable);
+    // failClosed: null leaves the choice to the caller.
+    const raw = new Client({ url, passport: PASSPORT, failClosed: null, retries: 0 });
+    await assert.rejects(raw.decide("bash", { command: "ls" }), (err) => err instanceof Unavailable && err.attempts === 1 && /cannot reach/.test(err.message));
   });
 
   test("a 503 is retried and the retry's answer is used", async () => {
@@ -250,9 +255,48 @@ describe("unavailable endpoint", () => {
       const d = await c.decide("bash", { command: "rm -rf /" });
       assert.equal(calls, 2);
       assert.equal(d.reasons[0].code, "oap.blocked_pattern");
-      assert.notEqual(d.metadata?.unavailable, true);
+      assert.notEqual(d.unavailable, true);
     } finally {
       await flaky.close();
+    }
+  });
+
+  test("a 500 is not retried; an answer that is not a decision fails closed", async () => {
+    let calls = 0;
+    let body = "";
+    let status = 500;
+    const broken = await listen(() =>
+      createHttpServer((req, res) => {
+        calls++;
+        req.resume();
+        res.writeHead(status, { "Content-Type": "application/json" });
+        res.end(body);
+      }),
+    );
+    try {
+      const c = new Client({ url: broken.url, passport: PASSPORT, retryBackoffMs: 10 });
+      let d = await c.decide("bash", { command: "ls" });
+      assert.equal(calls, 1);
+      assert.equal(d.decision, "deny");
+      assert.match(d.reasons[0].message, /HTTP 500/);
+      status = 200;
+      for (const answer of ["<html>proxy</html>", '{"decision":"maybe","allow":true}', '{"decision":"deny","allow":true,"reasons":[]}']) {
+        body = answer;
+        d = await c.decide("bash", { command: "ls" });
+        assert.equal(d.allow, false, answer);
+        assert.equal(d.decision, "deny", answer);
+      }
+      body = '{"decision":"modify","allow":true,"reasons":[{"code":"oap.allowed"}]}';
+      d = await c.decide("bash", { command: "ls" });
+      assert.equal(d.decision, "deny", "a modify without modified_input is not trusted");
+      assert.equal(d.unavailable, true);
+      body = '{"decisions":[]}';
+      const ds = await c.decideBatch([{ toolName: "bash", toolInput: { command: "ls" } }]);
+      assert.equal(ds.length, 1);
+      assert.equal(ds[0].decision, "deny");
+      assert.match(ds[0].reasons[0].message, /0 decisions for 1 requests/);
+    } finally {
+      await broken.close();
     }
   });
 

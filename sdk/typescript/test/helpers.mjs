@@ -115,3 +115,22 @@ export const CALLS = {
   rewritten: { command: "git log -3 --format=%s", env: { PAGER: "less" } },
   rewrittenTo: "git --no-pager log -3 --format=%s",
 };
+
+/** Polls cond every 20 ms until it is truthy or ms pass; resolves to its last value. */
+export async function waitFor(cond, ms = 3000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = cond();
+    if (v || Date.now() > end) return v;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The decision-log records (`--decision-log`) in a server's stderr. */
+export function decisionLog(server) {
+  return server
+    .stderr()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l));
+}
