@@ -3,7 +3,7 @@
  * becomes a deny the model can read), and the message a denial shows the model.
  */
 import { Client, describe, type ClientOptions } from "./client.js";
-import { TollgateError } from "./errors.js";
+import { RequestError, TollgateError } from "./errors.js";
 import type { Decision, JsonObject } from "./types.js";
 
 /** Options of the framework adapters: a client (or the options to make one) plus call context. */
@@ -43,15 +43,28 @@ export class ToolCallDenied extends TollgateError {
 }
 
 /**
- * The message a denial shows the model in place of the tool's output: the OAP reason code, the
- * reason and the deciding policy, e.g.
- * `Tollgate denied this bash call [oap.blocked_pattern]: recursive deletes … (policy system.command.execute.v1#…)`.
+ * One line for people and models: `code: message (policy id)`, e.g.
+ * `oap.blocked_pattern: command matches blocked pattern "rm -rf" (policy system.command.execute.v1#…)`.
  */
+export function explain(decision: Decision): string {
+  const first = decision.reasons[0];
+  let text = first?.code || decision.decision;
+  if (first?.message) text += `: ${first.message}`;
+  if (decision.policyId) text += ` (policy ${decision.policyId})`;
+  return text;
+}
+
+/** The message a denial shows the model in place of the tool's output. */
 export function denialMessage(toolName: string, decision: Decision): string {
-  const reasons = decision.reasons.length > 0 ? decision.reasons : [{ code: "oap.policy_denied", message: "" }];
-  const text = reasons.map((r) => (r.message ? `[${r.code}]: ${r.message}` : `[${r.code}]`)).join("; ");
-  const policy = decision.policyId ? ` (policy ${decision.policyId})` : "";
-  return `Tollgate denied this ${toolName} call ${text}${policy}. Do not retry it unchanged.`;
+  return `Tollgate denied the call to tool '${toolName}': ${explain(decision)}. Do not retry it unchanged.`;
+}
+
+/** What the model reads when the framework cannot run a rewritten call in place. */
+export function retryMessage(toolName: string, decision: Decision): string {
+  return (
+    `Tollgate requires changed arguments for tool '${toolName}' (${explain(decision)}). ` +
+    `It did not run; call it again with exactly these arguments: ${JSON.stringify(decision.modifiedInput ?? {})}`
+  );
 }
 
 /**
@@ -130,13 +143,7 @@ export class Guard {
       d = await this.client.decide(toolName, toolInput, opts);
     } catch (err) {
       if (ctx.signal?.aborted) throw err;
-      d = {
-        allow: false,
-        decision: "deny",
-        reasons: [{ code: "oap.evaluator_error", message: `Tollgate could not decide: ${describe(err)}` }],
-        decisionId: "",
-        metadata: { error: err instanceof Error ? err.name : "Error" },
-      };
+      d = errorDecision(err);
     }
     if (d.decision === "modify" && !d.modifiedInput) {
       d = { ...d, allow: false, decision: "deny", reasons: [{ code: "oap.evaluator_error", message: "Tollgate answered modify without a rewritten input" }] };
@@ -153,4 +160,17 @@ export class Guard {
     }
     return d;
   }
+}
+
+/**
+ * The deny that stands in for a decision that could not be had: `oap.invalid_request` when the
+ * endpoint refused the request, `oap.evaluator_error` otherwise.
+ */
+export function errorDecision(err: unknown): Decision {
+  return {
+    allow: false,
+    decision: "deny",
+    reasons: [{ code: err instanceof RequestError ? "oap.invalid_request" : "oap.evaluator_error", message: `Tollgate could not decide: ${describe(err)}` }],
+    decisionId: "",
+  };
 }

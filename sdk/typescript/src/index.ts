@@ -13,7 +13,7 @@ export {
   type ClientOptions,
 } from "./client.js";
 export { RequestError, TollgateError, Unavailable, type TollgateErrorOptions } from "./errors.js";
-export { Guard, ToolCallDenied, denialMessage, type GuardOptions, type GuardedCall } from "./guard.js";
+export { Guard, ToolCallDenied, denialMessage, errorDecision, explain, retryMessage, type GuardOptions, type GuardedCall } from "./guard.js";
 export type {
   DecideOptions,
   DecideRequest,

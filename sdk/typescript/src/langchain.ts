@@ -19,7 +19,7 @@ import { createMiddleware, type AgentMiddleware } from "langchain";
 import { Guard, denialMessage, fromToolInput, toToolInput, type GuardOptions } from "./guard.js";
 
 export { guardTool, guardTools, ToolCallDenied } from "./langgraph.js";
-export { Guard, denialMessage, type GuardOptions } from "./guard.js";
+export { Guard, denialMessage, explain, type GuardOptions } from "./guard.js";
 
 /** The middleware's name, as LangChain reports it. */
 export const MIDDLEWARE_NAME = "TollgateMiddleware";

@@ -16,7 +16,7 @@ import type { StructuredToolInterface } from "@langchain/core/tools";
 
 import { Guard, ToolCallDenied, denialMessage, fromToolInput, toToolInput, type GuardOptions } from "./guard.js";
 
-export { ToolCallDenied, denialMessage, type GuardOptions } from "./guard.js";
+export { ToolCallDenied, denialMessage, explain, type GuardOptions } from "./guard.js";
 
 /** A LangChain tool call as `ToolNode` passes it to `tool.invoke`. */
 interface ToolCallInput {

@@ -24,10 +24,10 @@ import {
   type ToolInputGuardrailDefinition,
 } from "@openai/agents";
 
-import { Guard, denialMessage, toToolInput, type GuardOptions } from "./guard.js";
+import { Guard, denialMessage, errorDecision, retryMessage, toToolInput, type GuardOptions } from "./guard.js";
 import type { Decision, Message } from "./types.js";
 
-export { Guard, denialMessage, type GuardOptions } from "./guard.js";
+export { Guard, denialMessage, explain, retryMessage, type GuardOptions } from "./guard.js";
 
 /** The name of Tollgate's tool input guardrail, as it shows in `result.toolInputGuardrailResults`. */
 export const TOOL_GUARDRAIL_NAME = "tollgate";
@@ -40,13 +40,6 @@ const maxPending = 1024;
 
 function outputInfo(d: Decision): Record<string, unknown> {
   return { decision: d.decision, decisionId: d.decisionId, reasons: d.reasons, policyId: d.policyId };
-}
-
-function rewriteMessage(toolName: string, d: Decision): string {
-  return (
-    `Tollgate requires this ${toolName} call to run with different arguments [${d.reasons[0]?.code ?? "oap.allowed"}]: ` +
-    `${JSON.stringify(d.modifiedInput)}. Call the tool again with exactly these arguments.`
-  );
 }
 
 /**
@@ -65,7 +58,7 @@ export function tollgateToolGuardrail<TContext = unknown>(options: GuardOptions 
         return ToolGuardrailFunctionOutputFactory.rejectContent(denialMessage(toolCall.name, d), outputInfo(d));
       }
       if (d.decision === "modify") {
-        return ToolGuardrailFunctionOutputFactory.rejectContent(rewriteMessage(toolCall.name, d), outputInfo(d));
+        return ToolGuardrailFunctionOutputFactory.rejectContent(retryMessage(toolCall.name, d), outputInfo(d));
       }
       return ToolGuardrailFunctionOutputFactory.allow(outputInfo(d));
     },
@@ -171,12 +164,7 @@ export function tollgatePromptGuardrail(options: GuardOptions | Guard = {}): Inp
         if (guard.threadId) opts.threadId = guard.threadId;
         d = await guard.client.preLLMCall(messages, opts);
       } catch (err) {
-        d = {
-          allow: false,
-          decision: "deny",
-          reasons: [{ code: "oap.evaluator_error", message: `Tollgate could not decide: ${err instanceof Error ? err.message : String(err)}` }],
-          decisionId: "",
-        };
+        d = errorDecision(err);
       }
       return { tripwireTriggered: !d.allow, outputInfo: d };
     },

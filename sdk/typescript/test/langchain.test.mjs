@@ -55,7 +55,7 @@ function checkRun(box, out, model) {
       ["call-rewrite", "success"],
     ],
   );
-  assert.match(tools[0].content, /Tollgate denied this bash call \[oap\.blocked_pattern\]/);
+  assert.match(tools[0].content, /Tollgate denied the call to tool 'bash': oap\.blocked_pattern/);
   assert.match(tools[1].content, /victim/);
   assert.match(tools[2].content, /initial commit/);
   assert.equal(out.messages.at(-1).content, "done");
@@ -106,6 +106,24 @@ describe("createAgent with tollgateMiddleware", () => {
       assert.deepEqual(box.ran, []);
       assert.equal(out.messages.at(-1).content, "gave up");
     } finally {
+      box.cleanup();
+    }
+  });
+});
+
+describe("the README's one-line setup", () => {
+  test("tollgateMiddleware() with TOLLGATE_URL and TOLLGATE_PASSPORT from the environment", async () => {
+    const box = makeSandbox();
+    process.env.TOLLGATE_URL = server.url;
+    process.env.TOLLGATE_PASSPORT = PASSPORT;
+    try {
+      const model = scriptedModel();
+      const agent = createAgent({ model, tools: [bashTool(box)], middleware: [tollgateMiddleware()] });
+      const out = await agent.invoke({ messages: [new HumanMessage("tidy the workspace")] });
+      checkRun(box, out, model);
+    } finally {
+      delete process.env.TOLLGATE_URL;
+      delete process.env.TOLLGATE_PASSPORT;
       box.cleanup();
     }
   });

@@ -69,7 +69,7 @@ describe("createReactAgent with guardTools", () => {
     const [denied, benign, rewritten] = tools;
     assert.equal(denied.tool_call_id, "call-danger");
     assert.equal(denied.status, "error");
-    assert.match(denied.content, /Tollgate denied this bash call \[oap\.blocked_pattern\]/);
+    assert.match(denied.content, /Tollgate denied the call to tool 'bash': oap\.blocked_pattern/);
     assert.equal(benign.status, "success");
     assert.match(benign.content, /victim/);
     assert.equal(rewritten.tool_call_id, "call-rewrite");
@@ -130,6 +130,28 @@ describe("createReactAgent with guardTools", () => {
   });
 });
 
+describe("the README's one-line setup", () => {
+  test("guardTools(tools) with TOLLGATE_URL and TOLLGATE_PASSPORT from the environment", async () => {
+    const box = makeSandbox();
+    process.env.TOLLGATE_URL = server.url;
+    process.env.TOLLGATE_PASSPORT = PASSPORT;
+    try {
+      const model = fakeModel()
+        .respondWithTools([{ name: "bash", args: CALLS.dangerous, id: "1" }])
+        .respondWithTools([{ name: "bash", args: CALLS.rewritten, id: "2" }])
+        .respond(new AIMessage("done"));
+      const agent = createReactAgent({ llm: model, tools: guardTools([bashTool(box)]) });
+      await agent.invoke({ messages: [new HumanMessage("go")] });
+      assert.ok(existsSync(box.victim));
+      assert.deepEqual(box.ran, [{ command: CALLS.rewrittenTo }]);
+    } finally {
+      delete process.env.TOLLGATE_URL;
+      delete process.env.TOLLGATE_PASSPORT;
+      box.cleanup();
+    }
+  });
+});
+
 describe("guardTool", () => {
   test("keeps the tool's identity and rejects direct denied calls with ToolCallDenied", async () => {
     const box = makeSandbox();
@@ -163,6 +185,11 @@ describe("guardTool", () => {
       const msg = await guarded.invoke({ type: "tool_call", name: "bash", id: "x", args: CALLS.benign });
       assert.equal(msg.status, "error");
       assert.match(msg.content, /oap\.evaluator_error/);
+      // A request the endpoint refuses (here: no passport) denies too, with oap.invalid_request.
+      const refused = guardTool(bashTool(box), { client: new Client({ url: server.url, passport: "" }) });
+      const msg2 = await refused.invoke({ type: "tool_call", name: "bash", id: "y", args: CALLS.benign });
+      assert.equal(msg2.status, "error");
+      assert.match(msg2.content, /oap\.invalid_request: Tollgate could not decide: .*passport/);
       assert.deepEqual(box.ran, []);
     } finally {
       box.cleanup();

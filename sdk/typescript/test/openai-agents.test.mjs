@@ -121,7 +121,7 @@ describe("Agent with guardTools", () => {
 
       // What the model read back, turn by turn.
       const out = Object.assign({}, ...model.requests.map(outputsOf));
-      assert.match(outputText(out["call-danger"]), /Tollgate denied this bash call \[oap\.blocked_pattern\]/);
+      assert.match(outputText(out["call-danger"]), /Tollgate denied the call to tool 'bash': oap\.blocked_pattern/);
       assert.match(outputText(out["call-benign"]), /victim/);
       assert.match(outputText(out["call-rewrite"]), /initial commit/);
     } finally {
@@ -164,6 +164,26 @@ describe("Agent with guardTools", () => {
       assert.notEqual(g.invoke, t.invoke);
       assert.deepEqual(t.inputGuardrails.map((x) => x.name), ["own"], "the original tool is unchanged");
     } finally {
+      box.cleanup();
+    }
+  });
+});
+
+describe("the README's one-line setup", () => {
+  test("guardTools(tools) with TOLLGATE_URL and TOLLGATE_PASSPORT from the environment", async () => {
+    const box = makeSandbox();
+    process.env.TOLLGATE_URL = server.url;
+    process.env.TOLLGATE_PASSPORT = PASSPORT;
+    try {
+      const model = new ScriptedModel(script());
+      const agent = new Agent({ name: "coder", model, tools: guardTools([bashTool(box)]) });
+      const result = await new Runner({ tracingDisabled: true }).run(agent, "tidy the workspace");
+      assert.equal(result.finalOutput, "done");
+      assert.ok(existsSync(box.victim));
+      assert.deepEqual(box.ran, [{ command: "ls" }, { command: CALLS.rewrittenTo }]);
+    } finally {
+      delete process.env.TOLLGATE_URL;
+      delete process.env.TOLLGATE_PASSPORT;
       box.cleanup();
     }
   });
