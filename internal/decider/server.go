@@ -47,6 +47,11 @@ type Options struct {
 	MaxBodyBytes int64
 	// MaxBatch bounds the requests of one batch (default DefaultMaxBatch).
 	MaxBatch int
+	// MaxInFlightBytes bounds the request bodies decoded and decided at once (default
+	// DefaultMaxInFlightBytes); a request that finds no room within InFlightWait (default
+	// DefaultInFlightWait) gets a 429 with Retry-After.
+	MaxInFlightBytes int64
+	InFlightWait     time.Duration
 	// DecisionLog receives one record per decision; nil disables it. The Server closes it in Close.
 	DecisionLog *DecisionLog
 	// Logger receives operational messages (default slog.Default()).
@@ -72,6 +77,7 @@ type Server struct {
 	seq      atomic.Uint64
 	draining atomic.Bool
 	bufs     sync.Pool
+	inflight *inFlight
 }
 
 // NewServer returns a Server answering from store's snapshots.
@@ -85,7 +91,8 @@ func NewServer(store *Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: opts, log: opts.Logger, idPrefix: randomPrefix()}
+	s := &Server{store: store, opts: opts, log: opts.Logger, idPrefix: randomPrefix(),
+		inflight: newInFlight(opts.MaxInFlightBytes, opts.InFlightWait)}
 	m, err := newMetrics(store, opts.DecisionLog)
 	if err != nil {
 		s.log.Error("metrics registration failed", "err", err)
@@ -172,7 +179,7 @@ func (s *Server) post(w http.ResponseWriter, r *http.Request, route string, h fu
 			Message: "method " + r.Method + " not allowed: use POST"}))
 		return
 	}
-	s.count(route, h(w, r))
+	s.count(route, s.throttle(w, r, h))
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request, route string, h func(http.ResponseWriter, *http.Request) int) {
