@@ -43,6 +43,8 @@ fi
 echo "test-typescript: tsc"
 rm -rf "$sdk/dist"
 (cd "$sdk" && ./node_modules/.bin/tsc -p tsconfig.json)
+# The declarations as a user of each entry point meets them, against the frameworks' own types.
+(cd "$sdk" && ./node_modules/.bin/tsc -p tsconfig.typecheck.json)
 
 echo "test-typescript: node --test"
 # The suites start their own `tollgate serve`; the environment must not point them elsewhere.
