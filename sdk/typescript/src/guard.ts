@@ -14,6 +14,11 @@ export interface GuardOptions extends ClientOptions {
   threadId?: string;
   /** Called with every decision the adapter made, e.g. for logging. Errors it throws are ignored. */
   onDecision?: (decision: Decision, call: GuardedCall) => void;
+  /**
+   * Also screen every tool result with the policies' input guards before the model reads it
+   * (indirect prompt injection): a deny replaces the result with a `Tollgate withheld …` message.
+   */
+  screenOutput?: boolean;
 }
 
 /** The tool call an adapter decided on. */
@@ -87,6 +92,30 @@ export function toToolInput(args: unknown): JsonObject {
 }
 
 /**
+ * parseArguments reads a tool call's JSON arguments string as an object: `{}` for an empty
+ * string, undefined when it is not a JSON object (such a call is denied `oap.invalid_request`).
+ */
+export function parseArguments(raw: string): JsonObject | undefined {
+  if (raw.trim() === "") return {};
+  try {
+    const v = JSON.parse(raw) as unknown;
+    return isPlainObject(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The deny of a call whose arguments are not a JSON object. */
+export function invalidArguments(): Decision {
+  return {
+    allow: false,
+    decision: "deny",
+    reasons: [{ code: "oap.invalid_request", message: "the tool arguments are not a JSON object" }],
+    decisionId: "",
+  };
+}
+
+/**
  * fromToolInput turns a rewritten input back into the shape the tool was called with: when the
  * tool took a plain string (wrapped as `{input}`), the rewritten `input` string.
  */
@@ -100,6 +129,11 @@ export function fromToolInput(original: unknown, modified: JsonObject): unknown 
 /** isPlainObject reports whether v is a JSON object (not an array, not null). */
 export function isPlainObject(v: unknown): v is JsonObject {
   return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** withheldMessage is what the model reads instead of a tool result Tollgate screened out. */
+export function withheldMessage(toolName: string, decision: Decision): string {
+  return `Tollgate withheld the output of tool '${toolName}': ${explain(decision)}`;
 }
 
 /** A Guard asks Tollgate about tool calls for one adapter instance. */
@@ -116,10 +150,15 @@ export class Guard {
   /** The client, made from the options and the environment on first use. */
   get client(): Client {
     if (!this.#client) {
-      const { client: _c, threadId: _t, onDecision: _o, ...clientOptions } = this.#options;
+      const { client: _c, threadId: _t, onDecision: _o, screenOutput: _s, ...clientOptions } = this.#options;
       this.#client = new Client(clientOptions);
     }
     return this.#client;
+  }
+
+  /** Whether tool results are screened too. */
+  get screenOutput(): boolean {
+    return this.#options.screenOutput === true;
   }
 
   /** The configured thread id, if any. */
@@ -145,19 +184,43 @@ export class Guard {
       if (ctx.signal?.aborted) throw err;
       d = errorDecision(err);
     }
-    if (d.decision === "modify" && !d.modifiedInput) {
-      d = { ...d, allow: false, decision: "deny", reasons: [{ code: "oap.evaluator_error", message: "Tollgate answered modify without a rewritten input" }] };
+    this.#report(d, toolName, toolInput, ctx.callId);
+    return d;
+  }
+
+  /**
+   * Screens text the model is about to read (a tool's output) with the policies' input guards
+   * (hook `pre_llm_call`, the text as the latest user message). It never throws: no decision is a
+   * deny.
+   */
+  async screenText(text: string, ctx: { signal?: AbortSignal | undefined } = {}): Promise<Decision> {
+    try {
+      const opts: Parameters<Client["preLLMCall"]>[1] = {};
+      if (this.#options.threadId) opts.threadId = this.#options.threadId;
+      if (ctx.signal) opts.signal = ctx.signal;
+      return await this.client.preLLMCall([{ role: "user", content: text }], opts);
+    } catch (err) {
+      if (ctx.signal?.aborted) throw err;
+      return errorDecision(err);
     }
+  }
+
+  /** Passes a decision to onDecision, ignoring its errors. */
+  #report(d: Decision, toolName: string, toolInput: JsonObject, callId: string | undefined): void {
     const cb = this.#options.onDecision;
-    if (cb) {
-      try {
-        const call: GuardedCall = { toolName, toolInput };
-        if (ctx.callId) call.callId = ctx.callId;
-        cb(d, call);
-      } catch {
-        // a logging callback must not change the outcome
-      }
+    if (!cb) return;
+    try {
+      const call: GuardedCall = { toolName, toolInput };
+      if (callId) call.callId = callId;
+      cb(d, call);
+    } catch {
+      // a logging callback must not change the outcome
     }
+  }
+
+  /** Decides a call whose decision was made locally (e.g. unreadable arguments), reporting it. */
+  local(d: Decision, toolName: string, toolInput: JsonObject, callId?: string): Decision {
+    this.#report(d, toolName, toolInput, callId);
     return d;
   }
 }

@@ -17,8 +17,9 @@ import { ToolMessage } from "@langchain/core/messages";
 import { createMiddleware, type AgentMiddleware } from "langchain";
 
 import { Guard, denialMessage, fromToolInput, toToolInput, type GuardOptions } from "./guard.js";
+import { screenToolMessage } from "./langgraph.js";
 
-export { guardTool, guardTools, ToolCallDenied } from "./langgraph.js";
+export { guardTool, guardTools, screenToolMessage, ToolCallDenied } from "./langgraph.js";
 export { Guard, denialMessage, explain, type GuardOptions } from "./guard.js";
 
 /** The middleware's name, as LangChain reports it. */
@@ -43,11 +44,10 @@ export function tollgateMiddleware(options: GuardOptions | Guard = {}): AgentMid
       if (!d.allow) {
         return new ToolMessage({ content: denialMessage(call.name, d), tool_call_id: call.id ?? "", name: call.name, status: "error" });
       }
-      if (d.decision === "modify" && d.modifiedInput) {
-        const args = fromToolInput(call.args, d.modifiedInput) as typeof call.args;
-        return handler({ ...request, toolCall: { ...call, args } });
-      }
-      return handler(request);
+      const next = d.decision === "modify" && d.modifiedInput ? { ...request, toolCall: { ...call, args: fromToolInput(call.args, d.modifiedInput) as typeof call.args } } : request;
+      const result = await handler(next);
+      // A ToolMessage stays a ToolMessage (a Command passes unchanged), so the cast holds.
+      return guard.screenOutput ? ((await screenToolMessage(guard, call.name, result, request.runtime?.signal)) as typeof result) : result;
     },
   }) as AgentMiddleware;
 }

@@ -14,7 +14,7 @@
 import { ToolMessage } from "@langchain/core/messages";
 import type { StructuredToolInterface } from "@langchain/core/tools";
 
-import { Guard, ToolCallDenied, denialMessage, fromToolInput, toToolInput, type GuardOptions } from "./guard.js";
+import { Guard, ToolCallDenied, denialMessage, fromToolInput, toToolInput, withheldMessage, type GuardOptions } from "./guard.js";
 
 export { ToolCallDenied, denialMessage, explain, type GuardOptions } from "./guard.js";
 
@@ -65,7 +65,10 @@ export function guardTool<T extends StructuredToolInterface>(tool: T, options: G
       }
       throw new ToolCallDenied(tool.name, d);
     }
-    const run = (x: unknown) => (tool.invoke as (i: unknown, c?: unknown) => Promise<unknown>)(x, config);
+    const run = async (x: unknown) => {
+      const out = await (tool.invoke as (i: unknown, c?: unknown) => Promise<unknown>)(x, config);
+      return guard.screenOutput ? screenToolMessage(guard, tool.name, out, config?.signal) : out;
+    };
     if (d.decision === "modify" && d.modifiedInput) {
       const next = fromToolInput(args, d.modifiedInput);
       return run(call ? { ...call, args: next } : next);
@@ -75,6 +78,33 @@ export function guardTool<T extends StructuredToolInterface>(tool: T, options: G
   Object.defineProperty(wrapped, "invoke", { value: invoke, writable: true, configurable: true, enumerable: false });
   guarded.add(wrapped);
   return wrapped;
+}
+
+/**
+ * Screens a tool's result (a `ToolMessage`, or a plain value returned to code) with the policies'
+ * input guards before the model reads it; a deny replaces it with a `Tollgate withheld …` error
+ * message (or, for a plain value, the message as a string). Other results (e.g. a LangGraph
+ * `Command`) pass unchanged.
+ */
+export async function screenToolMessage<R>(guard: Guard, toolName: string, result: R, signal?: AbortSignal): Promise<R | ToolMessage | string> {
+  const isMessage = ToolMessage.isInstance(result);
+  let text: string;
+  if (isMessage) {
+    text = typeof result.content === "string" ? result.content : JSON.stringify(result.content);
+  } else if (typeof result === "string") {
+    text = result;
+  } else if (result !== null && typeof result === "object" && !("lg_name" in result)) {
+    text = JSON.stringify(result) ?? "";
+  } else {
+    return result;
+  }
+  const d = await guard.screenText(text, { signal });
+  if (d.allow) return result;
+  const content = withheldMessage(toolName, d);
+  if (isMessage) {
+    return new ToolMessage({ content, tool_call_id: result.tool_call_id, name: result.name ?? toolName, status: "error" });
+  }
+  return content;
 }
 
 /** Guards every tool of `tools` with one shared {@link Guard} (see {@link guardTool}). */

@@ -17,20 +17,24 @@
 import {
   ToolGuardrailFunctionOutputFactory,
   defineToolInputGuardrail,
+  defineToolOutputGuardrail,
   type FunctionTool,
   type InputGuardrail,
   type RunContext,
   type Tool,
   type ToolInputGuardrailDefinition,
+  type ToolOutputGuardrailDefinition,
 } from "@openai/agents";
 
-import { Guard, denialMessage, errorDecision, retryMessage, toToolInput, type GuardOptions } from "./guard.js";
+import { Guard, denialMessage, errorDecision, invalidArguments, parseArguments, retryMessage, withheldMessage, type GuardOptions } from "./guard.js";
 import type { Decision, Message } from "./types.js";
 
 export { Guard, denialMessage, explain, retryMessage, type GuardOptions } from "./guard.js";
 
 /** The name of Tollgate's tool input guardrail, as it shows in `result.toolInputGuardrailResults`. */
 export const TOOL_GUARDRAIL_NAME = "tollgate";
+/** The name of Tollgate's tool output guardrail. */
+export const OUTPUT_GUARDRAIL_NAME = "tollgate_output";
 /** The name of Tollgate's agent input guardrail. */
 export const PROMPT_GUARDRAIL_NAME = "tollgate_prompt";
 
@@ -53,7 +57,7 @@ export function tollgateToolGuardrail<TContext = unknown>(options: GuardOptions 
   return defineToolInputGuardrail<TContext>({
     name: TOOL_GUARDRAIL_NAME,
     run: async ({ toolCall }) => {
-      const d = await guard.decide(toolCall.name, toToolInput(toolCall.arguments), { callId: toolCall.callId });
+      const d = await decideCall(guard, toolCall.name, toolCall.arguments, toolCall.callId);
       if (!d.allow) {
         return ToolGuardrailFunctionOutputFactory.rejectContent(denialMessage(toolCall.name, d), outputInfo(d));
       }
@@ -64,6 +68,48 @@ export function tollgateToolGuardrail<TContext = unknown>(options: GuardOptions 
     },
   });
 }
+
+/** Decides one call from its JSON arguments; arguments that are not a JSON object are denied. */
+function decideCall(guard: Guard, toolName: string, args: string, callId: string | undefined, signal?: AbortSignal): Promise<Decision> {
+  const input = parseArguments(args);
+  if (input === undefined) {
+    const raw = { arguments: args.length > 256 ? `${args.slice(0, 256)}…` : args };
+    return Promise.resolve(guard.local(invalidArguments(), toolName, raw, callId));
+  }
+  return guard.decide(toolName, input, { callId, signal });
+}
+
+/** What a tool returned, as the text the model will read. */
+function outputText(output: unknown): string {
+  if (typeof output === "string") return output;
+  try {
+    return JSON.stringify(output) ?? String(output);
+  } catch {
+    return String(output);
+  }
+}
+
+/**
+ * Returns a tool output guardrail that screens each tool result with the policies' input guards
+ * before the model reads it (indirect prompt injection in a fetched page, a file, an API answer):
+ * a deny replaces the output with `Tollgate withheld the output of tool '…': <code>: <reason>`.
+ */
+export function tollgateOutputGuardrail<TContext = unknown>(options: GuardOptions | Guard = {}): ToolOutputGuardrailDefinition<TContext> {
+  const guard = options instanceof Guard ? options : new Guard(options);
+  return defineToolOutputGuardrail<TContext>({
+    name: OUTPUT_GUARDRAIL_NAME,
+    run: async ({ toolCall, output }) => {
+      const d = await guard.screenText(outputText(output));
+      if (!d.allow) {
+        return ToolGuardrailFunctionOutputFactory.rejectContent(withheldMessage(toolCall.name, d), outputInfo(d));
+      }
+      return ToolGuardrailFunctionOutputFactory.allow(outputInfo(d));
+    },
+  });
+}
+
+/** Options of {@link guardTool} and {@link guardTools} (`screenOutput` adds {@link tollgateOutputGuardrail}). */
+export type AgentsGuardOptions = GuardOptions;
 
 interface Pending {
   args: string;
@@ -77,8 +123,12 @@ interface Pending {
  * guardrail having run (e.g. code calling `invoke` directly), `invoke` decides itself, and a deny
  * returns the denial message as the tool's output. Other kinds of tools are returned unchanged.
  */
-export function guardTool<TContext = unknown>(tool: FunctionTool<TContext, any, any>, options: GuardOptions | Guard = {}): FunctionTool<TContext, any, any> {
+export function guardTool<TContext = unknown>(tool: FunctionTool<TContext, any, any>, options: AgentsGuardOptions | Guard = {}): FunctionTool<TContext, any, any> {
   const guard = options instanceof Guard ? options : new Guard(options);
+  return guardWith(tool, guard, guard.screenOutput);
+}
+
+function guardWith<TContext>(tool: FunctionTool<TContext, any, any>, guard: Guard, screenOutput: boolean): FunctionTool<TContext, any, any> {
   const pending = new Map<string, Pending>();
   const remember = (callId: string, p: Pending) => {
     if (pending.size >= maxPending) {
@@ -90,7 +140,7 @@ export function guardTool<TContext = unknown>(tool: FunctionTool<TContext, any, 
   const guardrail = defineToolInputGuardrail<TContext>({
     name: TOOL_GUARDRAIL_NAME,
     run: async ({ toolCall }) => {
-      const d = await guard.decide(tool.name, toToolInput(toolCall.arguments), { callId: toolCall.callId });
+      const d = await decideCall(guard, tool.name, toolCall.arguments, toolCall.callId);
       if (!d.allow) {
         return ToolGuardrailFunctionOutputFactory.rejectContent(denialMessage(tool.name, d), outputInfo(d));
       }
@@ -103,7 +153,7 @@ export function guardTool<TContext = unknown>(tool: FunctionTool<TContext, any, 
     const callId = details?.toolCall?.callId;
     const p = callId ? pending.get(callId) : undefined;
     if (callId) pending.delete(callId);
-    const d = p && p.args === input ? p.decision : await guard.decide(tool.name, toToolInput(input), { callId, signal: details?.signal });
+    const d = p && p.args === input ? p.decision : await decideCall(guard, tool.name, input, callId, details?.signal);
     if (!d.allow) {
       return denialMessage(tool.name, d);
     }
@@ -112,16 +162,17 @@ export function guardTool<TContext = unknown>(tool: FunctionTool<TContext, any, 
     }
     return original.call(tool, runContext, input, details);
   };
-  return { ...tool, invoke, inputGuardrails: [guardrail, ...(tool.inputGuardrails ?? [])] };
+  const outputGuardrails = screenOutput ? [...(tool.outputGuardrails ?? []), tollgateOutputGuardrail<TContext>(guard)] : tool.outputGuardrails;
+  return { ...tool, invoke, inputGuardrails: [guardrail, ...(tool.inputGuardrails ?? [])], outputGuardrails };
 }
 
 /**
  * Guards every function tool of `tools` with one shared {@link Guard} (see {@link guardTool});
  * hosted, computer and shell tools are returned unchanged.
  */
-export function guardTools<TContext = unknown>(tools: readonly Tool<TContext>[], options: GuardOptions | Guard = {}): Tool<TContext>[] {
+export function guardTools<TContext = unknown>(tools: readonly Tool<TContext>[], options: AgentsGuardOptions | Guard = {}): Tool<TContext>[] {
   const guard = options instanceof Guard ? options : new Guard(options);
-  return tools.map((t) => (t.type === "function" ? guardTool(t as FunctionTool<TContext, any, any>, guard) : t));
+  return tools.map((t) => (t.type === "function" ? guardWith(t as FunctionTool<TContext, any, any>, guard, guard.screenOutput) : t));
 }
 
 /** Flattens the agent's input into messages for the `pre_llm_call` hook. */
