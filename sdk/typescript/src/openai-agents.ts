@@ -209,6 +209,10 @@ export function tollgatePromptGuardrail(options: GuardOptions | Guard = {}): Inp
     runInParallel: false,
     execute: async ({ input }) => {
       const messages = toMessages(input);
+      if (messages.length === 0) {
+        // Nothing to screen (e.g. a resumed run whose input holds only tool items).
+        return { tripwireTriggered: false, outputInfo: { screened: false } };
+      }
       let d: Decision;
       try {
         const opts: { threadId?: string } = {};
