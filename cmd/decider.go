@@ -64,6 +64,7 @@ func runDecider(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		handler = slog.NewJSONHandler(stderr, nil)
 	}
 	log := slog.New(handler)
+	setMemoryLimit(log)
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = *kubeconfig

@@ -66,6 +66,7 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return usageError("--token-file and --kubeconfig: choose one way to authenticate callers")
 	}
 	log := slog.New(handler)
+	setMemoryLimit(log)
 
 	opts := decider.Options{DefaultNamespace: *namespace, Logger: log, SeparateMetrics: *metricsAddr != ""}
 	authnDesc := "authentication off"

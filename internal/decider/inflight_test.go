@@ -87,3 +87,31 @@ func TestRequestWeight(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONValueBound checks that a body with more than maxJSONValues values (which decodes to far
+// more memory than its length) is a 400 naming the field, before it is decoded, and that a body at
+// the bound is decided.
+func TestJSONValueBound(t *testing.T) {
+	store := NewStore()
+	if err := store.Load(samplesBundle(t, "team-a")); err != nil {
+		t.Fatal(err)
+	}
+	_, ts := startServer(t, store, Options{})
+	body := func(n int) string { // n values in all: 6 outside the array (the array included), n-6 in it
+		return `{"passport":"coding-agent","tool_name":"bash","tool_input":{"command":"ls","x":[` +
+			strings.TrimSuffix(strings.Repeat("1,", n-6), ",") + `]}}`
+	}
+	code, data := call(t, http.MethodPost, ts.URL+"/v1/decide", body(maxJSONValues+1), nil)
+	var e struct {
+		Error errorBody `json:"error"`
+	}
+	if err := json.Unmarshal(data, &e); err != nil {
+		t.Fatal(err)
+	}
+	if code != http.StatusBadRequest || e.Error.Code != ErrCodeInvalidJSON || e.Error.Field != "tool_input.x[199994]" {
+		t.Fatalf("%d values: %d %s, want 400 %s at tool_input.x[199994]", maxJSONValues+1, code, data, ErrCodeInvalidJSON)
+	}
+	if code, data := call(t, http.MethodPost, ts.URL+"/v1/decide", body(maxJSONValues), nil); code != http.StatusOK {
+		t.Fatalf("%d values: %d %s, want 200", maxJSONValues, code, data)
+	}
+}

@@ -37,6 +37,12 @@ import (
 // maxJSONDepth bounds the nesting of objects and arrays in a request body.
 const maxJSONDepth = 64
 
+// maxJSONValues bounds the values (scalars, objects, arrays) in a request body: decoded, each takes
+// tens of bytes however short it is written (an array of 500,000 ones is 1 MB of JSON and more than
+// 20 MB decoded), so this bounds a body's decoded size to a few MB beyond its own length. A full
+// batch of ordinary requests has some tens of thousands.
+const maxJSONValues = 200_000
+
 // smallObjectKeys is the number of keys of one object compared pairwise; larger objects index
 // their folded keys by a seeded hash (hash/maphash), so that crafted keys cannot make it quadratic.
 const smallObjectKeys = 16
@@ -153,6 +159,7 @@ const (
 	issueDuplicate            // a key repeated in one object
 	issueCase                 // two keys of one object differing only in case
 	issueFieldCase            // a key matching a struct field only case-insensitively
+	issueValues               // more than maxJSONValues values
 )
 
 // strictIssue is the first problem checkStrictJSON found.
@@ -173,6 +180,8 @@ func (is *strictIssue) requestError(prefix string) *RequestError {
 	switch is.kind {
 	case issueDepth:
 		return fieldErr(ErrCodeInvalidJSON, p, "nesting deeper than %d levels", maxJSONDepth)
+	case issueValues:
+		return fieldErr(ErrCodeInvalidJSON, p, "more than %d JSON values in one body", maxJSONValues)
 	case issueDuplicate:
 		return fieldErr(ErrCodeDuplicateKey, p, "duplicate key %s: a key may appear only once in an object", quoteKey(is.key))
 	case issueCase:
@@ -211,6 +220,7 @@ type strictFrame struct {
 type strictChecker struct {
 	data     []byte
 	depth    int
+	values   int  // values started so far
 	tracking bool // false once an issue is recorded: only the syntax is checked further
 	issue    strictIssue
 	keys     []keyRec
@@ -228,10 +238,10 @@ func checkStrictJSON(data []byte, shape *jsonShape) strictIssue {
 	if c == nil {
 		c = &strictChecker{keys: make([]keyRec, 0, 64)}
 	}
-	c.data, c.depth, c.tracking, c.issue, c.keys = data, 0, true, strictIssue{}, c.keys[:0]
+	c.data, c.depth, c.values, c.tracking, c.issue, c.keys = data, 0, 0, true, strictIssue{}, c.keys[:0]
 	ok := c.scan(shape)
 	issue := c.issue
-	if !ok && issue.kind != issueDepth {
+	if !ok && issue.kind != issueDepth && issue.kind != issueValues {
 		issue = strictIssue{kind: issueSyntax, offset: issue.offset}
 	}
 	c.data = nil
@@ -265,7 +275,8 @@ func (c *strictChecker) syntax(i int) bool {
 	return false
 }
 
-// scan checks the whole input. It returns false on a syntax error or when nesting is too deep.
+// scan checks the whole input. It returns false on a syntax error, when nesting is too deep or when
+// there are too many values.
 func (c *strictChecker) scan(shape *jsonShape) bool {
 	i := c.skipSpace(0)
 	pending := shape // shape of the next value
@@ -273,6 +284,14 @@ func (c *strictChecker) scan(shape *jsonShape) bool {
 		// A value starts at i.
 		if i >= len(c.data) {
 			return c.syntax(i)
+		}
+		if c.values++; c.values > maxJSONValues {
+			path := ""
+			if c.tracking {
+				path = c.path()
+			}
+			c.issue = strictIssue{kind: issueValues, offset: i, path: path}
+			return false
 		}
 		var ok bool
 		if ch := c.data[i]; ch == '{' || ch == '[' {
