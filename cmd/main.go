@@ -26,6 +26,7 @@ func subcommands() map[string]subcommand {
 		"test":    {"run policy test files (cases with expected decisions)", runTest},
 		"serve":   {"serve the decision API from files, without a cluster", runServe},
 		"demo":    {"run a local demo on an embedded control plane", runDemo},
+		"hook":    {"answer a coding agent's pre-tool hook (Claude Code, Gemini CLI, Cursor)", runHook},
 	}
 }
 
