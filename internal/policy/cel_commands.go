@@ -10,8 +10,11 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
+// celKeyName is the key of a command's program name in shell.commands() and call.commands.
+const celKeyName = "name"
+
 // commandFieldNames are the keys of one command in shell.commands() and call.commands.
-var commandFieldNames = []string{"name", "program", "dynamic", "args", "flags", "positionals", "redirects", "wrappers", "via", "code"}
+var commandFieldNames = []string{celKeyName, "program", "dynamic", "args", "flags", "positionals", "redirects", "wrappers", "via", "code"}
 
 // commandsValue is the CEL list of a script's commands. Each command is a map whose fields are
 // converted when an expression reads them, so `c.name == 'rm'` does not build every argument list.
@@ -39,7 +42,7 @@ var (
 func (v *commandVal) field(key string) (ref.Val, bool) {
 	c := v.c
 	switch key {
-	case "name":
+	case celKeyName:
 		return types.String(c.Name), true
 	case "program":
 		return types.String(c.Program), true
@@ -113,7 +116,7 @@ func (v *commandVal) Contains(key ref.Val) ref.Val {
 
 // Iterator implements traits.Iterable (over the keys).
 func (v *commandVal) Iterator() traits.Iterator {
-	return types.NewStringList(types.DefaultTypeAdapter, commandFieldNames).(traits.Lister).Iterator()
+	return types.NewStringList(types.DefaultTypeAdapter, commandFieldNames).Iterator()
 }
 
 // Size implements traits.Sizer.

@@ -184,7 +184,7 @@ var (
 	// lists hold at most MaxWords words (flags: a word's single-letter flags are split, sorted and
 	// deduplicated, so at most MaxWords + 256) of at most MaxBytes each.
 	shellCommandsResult = &sizeSchema{max: shell.DefaultMaxCommands, elem: recordSchema(map[string]*sizeSchema{
-		"name":        fixed(shell.DefaultMaxBytes),
+		celKeyName:    fixed(shell.DefaultMaxBytes),
 		"program":     fixed(shell.DefaultMaxBytes),
 		"dynamic":     fixed(1),
 		"args":        shellWordList,

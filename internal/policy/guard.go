@@ -57,6 +57,14 @@ func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input ma
 // guardArgs is guardCall; first receives the analysis of the first command.
 func (p *cPassport) guardArgs(cache *analysisCache, tool, capID string, input map[string]any, first **shell.Script) verdict {
 	present := presentFields(input)
+	if v := p.guardCommands(cache, tool, capID, input, present, first); v.code != "" {
+		return v
+	}
+	return p.guardPathsAndURLs(tool, capID, input, present)
+}
+
+// guardCommands analyses the shell commands a call carries and applies the command limits.
+func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds, first **shell.Script) verdict {
 	var cmds []string
 	if present&fieldCommand != 0 {
 		var badCmd string
@@ -71,24 +79,30 @@ func (p *cPassport) guardArgs(cache *analysisCache, tool, capID string, input ma
 	if capID == CapCommandExecute && len(cmds) == 0 {
 		return denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
 	}
-	if len(cmds) > 0 {
-		cwd := ""
-		if present&fieldWorkdir != 0 {
-			var v verdict
-			if cwd, v = p.limits.workdir(input); v.code != "" {
-				return v
-			}
-		}
-		for i, cmd := range cmds {
-			script, v := p.limits.checkCommand(cache, cmd, cwd)
-			if v.code != "" {
-				return v
-			}
-			if i == 0 {
-				*first = script
-			}
+	if len(cmds) == 0 {
+		return verdict{}
+	}
+	cwd := ""
+	if present&fieldWorkdir != 0 {
+		var v verdict
+		if cwd, v = p.limits.workdir(input); v.code != "" {
+			return v
 		}
 	}
+	for i, cmd := range cmds {
+		script, v := p.limits.checkCommand(cache, cmd, cwd)
+		if v.code != "" {
+			return v
+		}
+		if i == 0 {
+			*first = script
+		}
+	}
+	return verdict{}
+}
+
+// guardPathsAndURLs applies the file and web limits to the paths and URLs a call names.
+func (p *cPassport) guardPathsAndURLs(tool, capID string, input map[string]any, present fieldKinds) verdict {
 	var buf [8]string
 	pathArgs := buf[:0]
 	if present&fieldPath != 0 {

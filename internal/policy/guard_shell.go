@@ -289,7 +289,7 @@ func (l *passportLimits) checkFlagValues(cmd *shell.Command, write bool, sets *p
 			continue
 		}
 		val, ok := flagValue(w.Value)
-		if !ok || !(w.Dynamic || pathLike(val)) {
+		if !ok || !w.Dynamic && !pathLike(val) {
 			continue
 		}
 		fw := shell.Word{Value: val, Dynamic: w.Dynamic, Glob: w.Glob}
