@@ -48,7 +48,7 @@ export interface ClientOptions {
    * covered by this: they reject with {@link RequestError}.
    */
   failClosed?: boolean | null;
-  /** Retries after a connection error, 429 or 5xx, with exponential backoff (default 2). */
+  /** Retries after a connection error or HTTP 429/502/503/504, with exponential backoff (default 2, at most 10). */
   retries?: number;
   /** First backoff delay in milliseconds (default 50; doubled each retry, bounded by the deadline). */
   retryBackoffMs?: number;
@@ -118,7 +118,11 @@ export class Client {
     this.#token = options.token;
     this.timeoutMs = positive(options.timeoutMs, DEFAULT_TIMEOUT_MS, "timeoutMs");
     this.failClosed = options.failClosed === undefined ? true : options.failClosed;
-    this.retries = Math.max(0, Math.floor(options.retries ?? DEFAULT_RETRIES));
+    const retries = options.retries ?? DEFAULT_RETRIES;
+    if (!Number.isInteger(retries) || retries < 0 || retries > 10) {
+      throw new TollgateError(`tollgate: retries must be an integer from 0 to 10, got ${String(options.retries)}`);
+    }
+    this.retries = retries;
     this.#backoffMs = positive(options.retryBackoffMs, 50, "retryBackoffMs");
     const f = options.fetch ?? globalThis.fetch;
     if (typeof f !== "function") {

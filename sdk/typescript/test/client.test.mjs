@@ -171,6 +171,8 @@ describe("errors", () => {
       if (saved !== undefined) process.env.TOLLGATE_URL = saved;
     }
     assert.throws(() => new Client({ url: "ftp://x" }), TollgateError);
+    assert.throws(() => new Client({ url: "http://x", retries: 11 }), /retries/);
+    assert.throws(() => new Client({ url: "http://x", timeoutMs: 0 }), /timeoutMs/);
   });
 });
 
