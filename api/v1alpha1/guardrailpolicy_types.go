@@ -56,6 +56,33 @@ const (
 // +kubebuilder:validation:Enum=SAFE;LOW;MEDIUM;HIGH;CRITICAL
 type RiskLevel string
 
+// GuardHook is a hook input guards screen at.
+// +kubebuilder:validation:Enum=pre_llm_call;post_tool_call;pre_tool_call
+type GuardHook string
+
+const (
+	// HookPreLLMCall screens the latest user message before an LLM call.
+	HookPreLLMCall GuardHook = "pre_llm_call"
+	// HookPostToolCall screens a tool's result before it goes back to the model.
+	HookPostToolCall GuardHook = "post_tool_call"
+	// HookPreToolCall screens a tool call's arguments before it runs.
+	HookPreToolCall GuardHook = "pre_tool_call"
+)
+
+// SafetyProvider names a provider convention for safety terminations.
+// +kubebuilder:validation:Enum=OpenAICompatible;Anthropic;Gemini
+type SafetyProvider string
+
+const (
+	// ProviderOpenAICompatible reads finish_reason (default content_filter).
+	ProviderOpenAICompatible SafetyProvider = "OpenAICompatible"
+	// ProviderAnthropic reads stop_reason (default refusal).
+	ProviderAnthropic SafetyProvider = "Anthropic"
+	// ProviderGemini reads finish_reason (default SAFETY, BLOCKLIST, PROHIBITED_CONTENT, SPII,
+	// RECITATION and their IMAGE_ variants).
+	ProviderGemini SafetyProvider = "Gemini"
+)
+
 // RateLimitScope says what a rate limit counts per.
 // +kubebuilder:validation:Enum=Passport;Thread
 type RateLimitScope string
@@ -223,7 +250,7 @@ type RateLimit struct {
 	Per RateLimitScope `json:"per,omitempty"`
 }
 
-// InputPattern is one prompt-injection pattern screened by pre_llm_call.
+// InputPattern is one prompt-injection pattern of the input guards.
 type InputPattern struct {
 	// name identifies the pattern in risk details.
 	// +kubebuilder:validation:MinLength=1
@@ -231,7 +258,7 @@ type InputPattern struct {
 	// +required
 	Name string `json:"name"`
 
-	// pattern is an RE2 regular expression matched case-insensitively against the latest user message.
+	// pattern is an RE2 regular expression matched case-insensitively against the screened text.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=1024
 	// +required
@@ -241,16 +268,20 @@ type InputPattern struct {
 	// +required
 	RiskLevel RiskLevel `json:"riskLevel"`
 
-	// riskType classifies the risk, e.g. prompt_injection or jailbreak.
+	// riskType classifies the risk, e.g. prompt_injection or jailbreak. A blocking match is denied
+	// with the reason code oap.<riskType>.
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
 	// +kubebuilder:default=prompt_injection
 	// +optional
 	RiskType string `json:"riskType,omitempty"`
 }
 
-// InputGuards screen user messages before an LLM call (hook pre_llm_call).
+// InputGuards screen text entering the model's context for prompt injection: the latest user
+// message (pre_llm_call), a tool's result (post_tool_call: indirect prompt injection) and, when
+// named in hooks, a tool call's arguments (pre_tool_call).
 type InputGuards struct {
-	// blockThreshold is the lowest risk level that blocks the call.
+	// blockThreshold is the lowest risk level that blocks.
 	// +kubebuilder:default=HIGH
 	// +optional
 	BlockThreshold RiskLevel `json:"blockThreshold,omitempty"`
@@ -265,20 +296,107 @@ type InputGuards struct {
 	// +listMapKey=name
 	// +optional
 	Patterns []InputPattern `json:"patterns,omitempty"`
+
+	// hooks are the hooks the guards screen at; empty means pre_llm_call and post_tool_call.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=set
+	// +optional
+	Hooks []GuardHook `json:"hooks,omitempty"`
 }
 
-// ResponseGuards screen LLM responses (hook post_llm_call).
+// OutputPattern is one pattern screening the text of an LLM response (post_llm_call) for what must
+// not be shown: secrets, personal data.
+type OutputPattern struct {
+	// name identifies the pattern in risk details.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Name string `json:"name"`
+
+	// pattern is an RE2 regular expression matched case-insensitively against the response's text.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=1024
+	// +required
+	Pattern string `json:"pattern"`
+
+	// riskLevel is the risk a match carries.
+	// +required
+	RiskLevel RiskLevel `json:"riskLevel"`
+
+	// riskType classifies the risk, e.g. pii_leak or secret_leak. A blocking match is denied with
+	// the reason code oap.<riskType>.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
+	// +kubebuilder:default=data_leak
+	// +optional
+	RiskType string `json:"riskType,omitempty"`
+}
+
+// SafetyDetector detects one provider's safety terminations.
+type SafetyDetector struct {
+	// provider is the convention the detector reads: OpenAICompatible (finish_reason), Anthropic
+	// (stop_reason) or Gemini (finish_reason).
+	// +required
+	Provider SafetyProvider `json:"provider"`
+
+	// reasons replace the provider's default values (compared case-insensitively).
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !(r.lowerAscii() in ['tool_calls', 'stop', 'length', 'max_tokens', 'end_turn', 'tool_use', 'stop_sequence']))",message="normal terminations (tool_calls, stop, length, max_tokens, end_turn, tool_use, stop_sequence) are not safety terminations"
+	// +listType=set
+	// +optional
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// ResponseGuards screen LLM responses (hook post_llm_call). A response a provider ended with a
+// safety termination has every tool call suppressed (their arguments may be truncated); a
+// response without tool calls is allowed. Output patterns screen the response's text.
 type ResponseGuards struct {
-	// safetyFinishReasons replaces the built-in set of provider finish/stop reasons that mean a
-	// safety termination (content_filter, refusal, SAFETY, ...); a response ending with one of them has
-	// every tool call suppressed. tool_calls, stop, length and max_tokens are never safety reasons.
+	// detectors say which provider signals are safety terminations, checked in order; empty means
+	// the built-in OpenAICompatible, Anthropic and Gemini detectors with their default values.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=map
+	// +listMapKey=provider
+	// +optional
+	Detectors []SafetyDetector `json:"detectors,omitempty"`
+
+	// safetyFinishReasons are further finish_reason values the OpenAI-compatible detector treats as
+	// safety terminations, e.g. GLM's sensitive.
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.all(r, !(r in ['tool_calls', 'stop', 'length', 'max_tokens']))",message="tool_calls, stop, length and max_tokens are not safety terminations"
+	// +kubebuilder:validation:XValidation:rule="self.all(r, !(r.lowerAscii() in ['tool_calls', 'stop', 'length', 'max_tokens', 'end_turn', 'tool_use', 'stop_sequence']))",message="normal terminations (tool_calls, stop, length, max_tokens, end_turn, tool_use, stop_sequence) are not safety terminations"
 	// +listType=set
 	// +optional
 	SafetyFinishReasons []string `json:"safetyFinishReasons,omitempty"`
+
+	// blockThreshold is the lowest risk level of an output pattern that blocks.
+	// +kubebuilder:default=HIGH
+	// +optional
+	BlockThreshold RiskLevel `json:"blockThreshold,omitempty"`
+
+	// patterns screen the response's text (content) for what must not be shown.
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Patterns []OutputPattern `json:"patterns,omitempty"`
+}
+
+// DefaultReason is the reason a defaultAction Deny answers with.
+// +kubebuilder:validation:MinProperties=1
+type DefaultReason struct {
+	// code is the OAP reason code, e.g. oap.tool_not_allowed (defaults to oap.policy_denied).
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$`
+	// +optional
+	Code string `json:"code,omitempty"`
+
+	// message is the human-readable reason.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // ExternalEvaluator is an HTTP endpoint consulted when no rule of the policy matched.
@@ -299,6 +417,7 @@ type ExternalEvaluator struct {
 
 // GuardrailPolicySpec declares rules for the passports a policy selects.
 // +kubebuilder:validation:XValidation:rule="!has(self.rules) || self.rules.all(r, self.rules.exists_one(o, o.name == r.name))",message="rule names must be unique within a policy",fieldPath=".rules"
+// +kubebuilder:validation:XValidation:rule="!has(self.defaultReason) || self.defaultAction == 'Deny'",message="defaultReason is only meaningful with defaultAction Deny",fieldPath=".defaultReason"
 type GuardrailPolicySpec struct {
 	// passportSelector selects the passports (by label) the policy applies to; empty selects every
 	// passport in the namespace.
@@ -326,6 +445,11 @@ type GuardrailPolicySpec struct {
 	// +kubebuilder:default=Allow
 	// +optional
 	DefaultAction DefaultAction `json:"defaultAction,omitempty"`
+
+	// defaultReason is the reason code and message of a defaultAction Deny, e.g. oap.tool_not_allowed
+	// for an allowlist.
+	// +optional
+	DefaultReason *DefaultReason `json:"defaultReason,omitempty"`
 
 	// priority orders policies: higher priorities are evaluated first.
 	// +kubebuilder:validation:Minimum=-1000
@@ -360,11 +484,12 @@ type GuardrailPolicySpec struct {
 	// +optional
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
 
-	// inputGuards screen user messages before LLM calls.
+	// inputGuards screen text entering the model's context for prompt injection: user messages
+	// (pre_llm_call), tool results (post_tool_call) and, when asked, tool arguments (pre_tool_call).
 	// +optional
 	InputGuards *InputGuards `json:"inputGuards,omitempty"`
 
-	// responseGuards screen LLM responses for safety terminations.
+	// responseGuards screen LLM responses (post_llm_call): safety terminations and output patterns.
 	// +optional
 	ResponseGuards *ResponseGuards `json:"responseGuards,omitempty"`
 

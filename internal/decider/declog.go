@@ -48,6 +48,12 @@ type LogRecord struct {
 	// the log opts in to input).
 	DryRun   []LogPolicyResult `json:"dry_run,omitempty"`
 	Warnings []LogPolicyResult `json:"warnings,omitempty"`
+	// Risk is the guards' risk assessment of the screened text: levels, risk type and the names of
+	// the matched patterns, never the text.
+	Risk *policy.RiskAssessment `json:"risk_assessment,omitempty"`
+	// Suppressed describes the tool calls a safety termination suppressed (post_llm_call): the
+	// detector, the reason field and value, the tool names and their count, never their arguments.
+	Suppressed *policy.Suppression `json:"suppressed_tool_calls,omitempty"`
 	// ToolInput is the tool's arguments, only when the log opts in.
 	ToolInput map[string]any `json:"tool_input,omitempty"`
 	// ModifiedInput is a modify decision's rewritten arguments, only when the log opts in.

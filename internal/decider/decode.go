@@ -159,15 +159,14 @@ func jsonKind(kind, field string) string {
 const maxNameLen = 512
 
 // ValidateRequest checks the fields Decide needs; prefix is prepended to field paths (batch items).
+// A request may name no passport (passport null or absent, and no agent_id): the Server then uses
+// the one passport that lists the authenticated caller's ServiceAccount, or answers 400 saying why.
 func ValidateRequest(req *policy.Request, prefix string) error {
 	switch req.Hook {
-	case "", policy.HookPreToolCall, policy.HookPreLLMCall, policy.HookPostLLMCall:
+	case "", policy.HookPreToolCall, policy.HookPreLLMCall, policy.HookPostLLMCall, policy.HookPostToolCall:
 	default:
-		return fieldErr(ErrCodeInvalidField, join(prefix, "hook"), "unknown hook %q: want %s, %s or %s",
-			req.Hook, policy.HookPreToolCall, policy.HookPreLLMCall, policy.HookPostLLMCall)
-	}
-	if req.Passport == "" && req.AgentID == "" {
-		return fieldErr(ErrCodeMissingField, join(prefix, "passport"), "passport (\"namespace/name\") or agent_id is required")
+		return fieldErr(ErrCodeInvalidField, join(prefix, "hook"), "unknown hook %q: want %s, %s, %s or %s",
+			req.Hook, policy.HookPreToolCall, policy.HookPreLLMCall, policy.HookPostLLMCall, policy.HookPostToolCall)
 	}
 	if req.Passport != "" {
 		ns, name, hasNS := strings.Cut(req.Passport, "/")
@@ -187,13 +186,20 @@ func ValidateRequest(req *policy.Request, prefix string) error {
 		if len(req.Messages) == 0 {
 			return fieldErr(ErrCodeMissingField, join(prefix, "messages"), "required for hook %s", policy.HookPreLLMCall)
 		}
+	case policy.HookPostToolCall:
+		if req.ToolResult == nil {
+			return fieldErr(ErrCodeMissingField, join(prefix, "tool_result"), "required for hook %s: the tool's result, text or JSON", policy.HookPostToolCall)
+		}
 	}
 	if len(req.ToolName) > maxNameLen {
 		return fieldErr(ErrCodeInvalidField, join(prefix, "tool_name"), "longer than %d characters", maxNameLen)
 	}
 	for i, tc := range req.ToolCalls {
-		if tc.Name == "" {
+		switch {
+		case tc.Name == "":
 			return fieldErr(ErrCodeMissingField, join(prefix, fmt.Sprintf("tool_calls[%d].name", i)), "required")
+		case len(tc.Name) > maxNameLen:
+			return fieldErr(ErrCodeInvalidField, join(prefix, fmt.Sprintf("tool_calls[%d].name", i)), "longer than %d characters", maxNameLen)
 		}
 	}
 	return nil

@@ -205,6 +205,18 @@ func appendLogRecord(b []byte, r *LogRecord) ([]byte, error) {
 			return b, err
 		}
 	}
+	if r.Risk != nil {
+		b = append(b, `,"risk_assessment":`...)
+		if b, err = appendAny(b, r.Risk); err != nil {
+			return b, err
+		}
+	}
+	if r.Suppressed != nil {
+		b = append(b, `,"suppressed_tool_calls":`...)
+		if b, err = appendAny(b, r.Suppressed); err != nil {
+			return b, err
+		}
+	}
 	if len(r.ToolInput) > 0 {
 		b = append(b, `,"tool_input":`...)
 		if b, err = appendAny(b, r.ToolInput); err != nil {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"sync"
 	"time"
 
@@ -177,14 +178,116 @@ func (e *HTTPEvaluator) call(ctx context.Context, req policy.Request) (policy.Ve
 	if int64(len(data)) > e.cfg.MaxResponseBytes {
 		return policy.Verdict{}, fmt.Errorf("evaluator response exceeds %d bytes", e.cfg.MaxResponseBytes)
 	}
-	var v policy.Verdict
-	if err := json.Unmarshal(data, &v); err != nil {
-		return policy.Verdict{}, fmt.Errorf("decoding evaluator response: %w", err)
-	}
-	switch v.Decision {
-	case policy.DecisionAllow, policy.DecisionDeny, policy.DecisionModify:
-	default:
-		return policy.Verdict{}, fmt.Errorf("evaluator answered unknown decision %q", v.Decision)
+	v, err := DecodeVerdict(data)
+	if err != nil {
+		return policy.Verdict{}, err
 	}
 	return v, nil
+}
+
+// wireVerdict is an evaluator's answer as it may be written (docs/evaluator-protocol.md): Tollgate's
+// style ({"decision", "code", "message", "modified_input"}), agentick's classifier style
+// ({"action": "allow"|"deny", "reason"}, or null for allow) and an OAP decision ({"allow",
+// "reasons": [{code, message}]}).
+type wireVerdict struct {
+	Decision      *string         `json:"decision"`
+	Action        *string         `json:"action"`
+	Allow         *bool           `json:"allow"`
+	Code          string          `json:"code"`
+	Message       string          `json:"message"`
+	Reason        string          `json:"reason"`
+	Reasons       []policy.Reason `json:"reasons"`
+	ModifiedInput map[string]any  `json:"modified_input"`
+}
+
+// DecodeVerdict reads an external evaluator's answer. JSON null, {"action": "allow"} and
+// {"decision": "allow"} allow; {"action": "deny", "reason": …} and {"decision": "deny", "code": …,
+// "message": …} deny; {"decision": "modify", "modified_input": {…}} modifies; {"allow": bool,
+// "reasons": [{code, message}]} (an OAP decision) allows or denies. Anything else is an error, so
+// the engine fails closed (unless the policy's failurePolicy is Open): an answer without a verdict,
+// an unknown verdict, or fields that disagree.
+func DecodeVerdict(data []byte) (policy.Verdict, error) {
+	trimmed := bytes.TrimSpace(data)
+	if string(trimmed) == "null" {
+		return policy.Verdict{Decision: policy.DecisionAllow}, nil
+	}
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return policy.Verdict{}, errors.New("decoding evaluator response: want a JSON object or null")
+	}
+	var w wireVerdict
+	if err := json.Unmarshal(trimmed, &w); err != nil {
+		return policy.Verdict{}, fmt.Errorf("decoding evaluator response: %w", err)
+	}
+	decision, err := w.decision()
+	if err != nil {
+		return policy.Verdict{}, err
+	}
+	v := policy.Verdict{Decision: decision, Code: w.Code, Message: w.Message, ModifiedInput: w.ModifiedInput}
+	if v.Message == "" {
+		v.Message = w.Reason
+	}
+	for i, r := range w.Reasons {
+		if r.Code == "" || len(r.Code) > 64 || !reEvaluatorCode.MatchString(r.Code) {
+			return policy.Verdict{}, fmt.Errorf("evaluator answered reasons[%d].code %q: want an OAP code such as oap.policy_denied", i, clip(r.Code))
+		}
+	}
+	if len(w.Reasons) > 0 {
+		if v.Code == "" {
+			v.Code = w.Reasons[0].Code
+		}
+		if v.Message == "" {
+			v.Message = w.Reasons[0].Message
+		}
+	}
+	if v.Code != "" && (len(v.Code) > 64 || !reEvaluatorCode.MatchString(v.Code)) {
+		return policy.Verdict{}, fmt.Errorf("evaluator answered reason code %q: want an OAP code such as oap.policy_denied", clip(v.Code))
+	}
+	if v.Decision == policy.DecisionAllow && v.Code == policy.CodeAllowed {
+		v.Code = ""
+	}
+	return v, nil
+}
+
+// reEvaluatorCode is the form of a reason code an evaluator may answer with.
+var reEvaluatorCode = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$`)
+
+// decision reads the verdict from whichever of decision, action and allow the answer carries; they
+// must agree.
+func (w *wireVerdict) decision() (string, error) {
+	var got []string
+	if w.Decision != nil {
+		switch *w.Decision {
+		case policy.DecisionAllow, policy.DecisionDeny, policy.DecisionModify:
+			got = append(got, *w.Decision)
+		default:
+			return "", fmt.Errorf("evaluator answered unknown decision %q: want allow, deny or modify", clip(*w.Decision))
+		}
+	}
+	if w.Action != nil {
+		switch *w.Action {
+		case policy.DecisionAllow, policy.DecisionDeny:
+			got = append(got, *w.Action)
+		default:
+			return "", fmt.Errorf("evaluator answered unknown action %q: want allow or deny", clip(*w.Action))
+		}
+	}
+	if w.Allow != nil {
+		switch {
+		case !*w.Allow:
+			got = append(got, policy.DecisionDeny)
+		case w.Decision != nil && *w.Decision == policy.DecisionModify:
+			got = append(got, policy.DecisionModify) // a modify is allowed
+		default:
+			got = append(got, policy.DecisionAllow)
+		}
+	}
+	if len(got) == 0 {
+		return "", errors.New("evaluator answered no verdict: want decision, action or allow (or null to allow)")
+	}
+	for _, g := range got[1:] {
+		if g != got[0] {
+			return "", fmt.Errorf("evaluator answered conflicting verdicts %v", got)
+		}
+	}
+	return got[0], nil
 }

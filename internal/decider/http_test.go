@@ -214,7 +214,7 @@ func TestBadRequests(t *testing.T) {
 		{"ambiguous bare passport", "POST", "/v1/decide", `{"passport":"coding-agent","tool_name":"ls"}`, "", 400, ErrCodeInvalidField, "passport"},
 		{"ambiguous agent id", "POST", "/v1/decide", `{"agent_id":"ap_coding_agent_01","tool_name":"ls"}`, "", 400, ErrCodeInvalidField, "passport"},
 		{"missing tool_name", "POST", "/v1/decide", `{"passport":"team-a/coding-agent"}`, "", 400, ErrCodeMissingField, "tool_name"},
-		{"unknown hook", "POST", "/v1/decide", `{` + ok + `,"hook":"post_tool_call"}`, "", 400, ErrCodeInvalidField, "hook"},
+		{"unknown hook", "POST", "/v1/decide", `{` + ok + `,"hook":"post_agent_run"}`, "", 400, ErrCodeInvalidField, "hook"},
 		{"pre_llm_call without messages", "POST", "/v1/decide", `{"passport":"team-a/coding-agent","hook":"pre_llm_call"}`, "", 400, ErrCodeMissingField, "messages"},
 		{"body too large", "POST", "/v1/decide", big, "", 413, ErrCodeBodyTooLarge, ""},
 		{"wrong media type", "POST", "/v1/decide", `{` + ok + `}`, "text/plain", 415, ErrCodeUnsupportedMedia, ""},

@@ -441,6 +441,11 @@ func effectiveAgentID(p policy.Passport) string {
 func (s *Server) decide(ctx context.Context, req *policy.Request, caller *Caller, fieldPrefix string) (*policy.Decision, *RequestError) {
 	start := time.Now()
 	var d policy.Decision
+	if req.Passport == "" && req.AgentID == "" {
+		if rerr := s.passportForCaller(req, caller, fieldPrefix); rerr != nil {
+			return nil, rerr
+		}
+	}
 	snap, err := s.store.resolve(req, s.opts.DefaultNamespace)
 	switch err.(type) {
 	case nil:
@@ -531,6 +536,7 @@ func (s *Server) record(d *policy.Decision, req *policy.Request, caller *Caller,
 	}
 	if d.Metadata != nil {
 		rec.src.dryRun, rec.src.warnings = d.Metadata.DryRun, d.Metadata.Warnings
+		rec.Risk, rec.Suppressed = d.Metadata.Risk, d.Metadata.Suppressed
 	}
 	if l.IncludesInput() {
 		rec.ToolInput = req.ToolInput

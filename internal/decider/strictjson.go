@@ -118,8 +118,9 @@ var (
 	// requestShape is policy.Request: the body of POST /v1/decide and each batch item.
 	requestShape = newShape(nil,
 		field("passport", nil), field("agent_id", nil), field("tool_name", nil), field("tool_input", nil),
-		field("hook", nil), field("messages", newShape(messageShape)), field("finish_reason", nil),
-		field("stop_reason", nil), field("tool_calls", newShape(toolCallShape)), field("thread_id", nil),
+		field("tool_result", nil), field("hook", nil), field("messages", newShape(messageShape)),
+		field("finish_reason", nil), field("stop_reason", nil), field("tool_calls", newShape(toolCallShape)),
+		field("content", newShape(contentPartShape)), field("thread_id", nil),
 		field("call_id", nil), field("is_subagent", nil), field("timestamp", nil))
 	// batchShape is batchRequest.
 	batchShape = newShape(nil, field("requests", newShape(requestShape)))

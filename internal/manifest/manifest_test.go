@@ -117,8 +117,8 @@ func TestLoadSamplesDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set.Objects) != 6 {
-		t.Fatalf("loaded %d objects from the samples, want 6", len(set.Objects))
+	if len(set.Objects) != 7 {
+		t.Fatalf("loaded %d objects from the samples, want 7", len(set.Objects))
 	}
 	snaps, err := set.Compile()
 	if err != nil {

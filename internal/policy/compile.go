@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"regexp/syntax"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -91,15 +89,15 @@ type cPolicy struct {
 	requires     []cRequire
 	rateLimits   []cRateLimit
 	toolCaps     []cToolCap
-	useDefaults  bool       // screen DefaultInputPatterns
-	patterns     []cPattern // the policy's own input patterns
-	scanSet      *scanSet   // screens them
-	threshold    int
-	safety       []string
+	input        cGuards     // input guards: text entering the model's context
+	inputHooks   hookSet     // the hooks the input guards screen at
+	output       cGuards     // output patterns: the text of an LLM response
+	detectors    []cDetector // safety-termination detectors of LLM responses
 	evalSpec     *ExternalEvaluatorSpec
 	evaluator    Evaluator
 	evalTimeout  time.Duration
 	defaultRef   string
+	defaultCode  string // reason code of a defaultAction Deny
 	defaultDenyM string
 }
 
@@ -122,8 +120,7 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 	cp.compileRules(x, spec)
 	cp.compileRequires(x, spec)
 	cp.compileRateLimits(&e, namespace, name, spec)
-	cp.compileInputGuards(&e, cc, spec.InputGuards)
-	cp.compileResponseGuards(&e, spec.ResponseGuards)
+	cp.compileGuards(&e, cc, spec)
 	cp.compileEvaluator(&e, spec.ExternalEvaluator)
 	return cp, e.list
 }
@@ -131,7 +128,7 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 // compileSettings reads the policy-wide settings: id, enforcement, failure policy, default
 // action, priority and passport selector.
 func compileSettings(e *errs, namespace, name string, spec PolicySpec) *cPolicy {
-	cp := &cPolicy{name: name, priority: spec.Priority, threshold: levelHigh, useDefaults: true}
+	cp := &cPolicy{name: name, priority: spec.Priority}
 	cp.id = spec.PolicyID
 	if cp.id == "" {
 		cp.id = name
@@ -367,101 +364,6 @@ func (cp *cPolicy) compileRateLimits(e *errs, namespace, name string, spec Polic
 	}
 }
 
-// compileInputGuards compiles the pre_llm_call prompt-injection patterns.
-func (cp *cPolicy) compileInputGuards(e *errs, cc *celCompiler, g *InputGuards) {
-	if g == nil {
-		return
-	}
-	if g.BlockThreshold != "" {
-		lvl, ok := parseRiskLevel(g.BlockThreshold)
-		if !ok {
-			e.enum("spec.inputGuards.blockThreshold", g.BlockThreshold, riskLevelNames[:])
-		}
-		cp.threshold = lvl
-	}
-	cp.useDefaults = !g.DisableDefaultPatterns
-	seen := map[string]bool{}
-	insts := 0
-	for i, p := range g.Patterns {
-		base := fmt.Sprintf("spec.inputGuards.patterns[%d]", i)
-		if p.Name == "" {
-			e.add(base+".name", "required")
-		} else if seen[p.Name] {
-			e.add(base+".name", "duplicate name %q", p.Name)
-		}
-		seen[p.Name] = true
-		var sc *scanner
-		switch {
-		case p.Pattern == "":
-			e.add(base+".pattern", "required")
-		case len(p.Pattern) > 1024:
-			e.add(base+".pattern", "must be at most 1024 characters")
-		case insts > MaxPolicyPatternInsts || cc.patternInsts > MaxBundlePatternInsts:
-			// A budget is spent: the patterns after it are not compiled.
-		default:
-			// The pattern as written, for an error message without the (?i) it is matched with.
-			if _, err := syntax.Parse(p.Pattern, syntax.Perl); err != nil {
-				e.add(base+".pattern", "invalid regular expression: %v", err)
-				break
-			}
-			var err error
-			if sc, err = compileScanner(p.Pattern); err != nil {
-				e.add(base+".pattern", "%v", err)
-				break
-			}
-			insts += sc.insts
-			cc.patternInsts += sc.insts
-			switch {
-			case insts > MaxPolicyPatternInsts:
-				e.add(base+".pattern", "the policy's patterns compile to more than %d RE2 instructions here (the per-policy budget)", MaxPolicyPatternInsts)
-				sc = nil
-			case cc.patternInsts > MaxBundlePatternInsts:
-				e.add(base+".pattern", "the bundle's patterns compile to more than %d RE2 instructions here (the per-bundle budget)", MaxBundlePatternInsts)
-				sc = nil
-			}
-		}
-		lvl, ok := parseRiskLevel(p.RiskLevel)
-		if !ok {
-			if p.RiskLevel == "" {
-				e.add(base+".riskLevel", "required")
-			} else {
-				e.enum(base+".riskLevel", p.RiskLevel, riskLevelNames[:])
-			}
-		}
-		rt := p.RiskType
-		if rt == "" {
-			rt = RiskTypePromptInjection
-		}
-		if sc != nil && ok {
-			cp.patterns = append(cp.patterns, cPattern{name: p.Name, scan: sc, level: lvl, riskType: rt, defaultIndex: -1})
-		}
-	}
-	if len(cp.patterns) > 0 {
-		scanners := make([]*scanner, len(cp.patterns))
-		for i := range cp.patterns {
-			scanners[i] = cp.patterns[i].scan
-		}
-		cp.scanSet = newScanSet(scanners)
-	}
-}
-
-// compileResponseGuards reads the post_llm_call safety finish reasons.
-func (cp *cPolicy) compileResponseGuards(e *errs, g *ResponseGuards) {
-	cp.safety = DefaultSafetyFinishReasons
-	if g != nil && len(g.SafetyFinishReasons) > 0 {
-		for i, r := range g.SafetyFinishReasons {
-			p := fmt.Sprintf("spec.responseGuards.safetyFinishReasons[%d]", i)
-			if r == "" {
-				e.add(p, "must not be empty")
-			}
-			if slices.ContainsFunc(neverSafetyReasons, func(n string) bool { return strings.EqualFold(n, r) }) {
-				e.add(p, "%q is a normal termination, not a safety termination", r)
-			}
-		}
-		cp.safety = g.SafetyFinishReasons
-	}
-}
-
 // compileEvaluator reads the external evaluator.
 func (cp *cPolicy) compileEvaluator(e *errs, ev *ExternalEvaluatorSpec) {
 	if ev == nil {
@@ -688,6 +590,9 @@ type Snapshot struct {
 	ruleCount map[string]int
 	emptySet  *policySet
 	analyses  *analysisCache // shell analyses of recent commands
+
+	saOnce sync.Once
+	bySA   map[string][]string // ServiceAccount -> passports listing it (PassportsForServiceAccount)
 }
 
 // Compile validates and compiles b into a Snapshot. On failure the error is a *CompileError listing

@@ -41,10 +41,10 @@ func (s *Snapshot) Decide(ctx context.Context, req Request) Decision {
 		ExpiresIn:      int64(s.ttl / time.Second),
 	}
 	switch req.Hook {
-	case "", HookPreToolCall, HookPreLLMCall, HookPostLLMCall:
+	case "", HookPreToolCall, HookPreLLMCall, HookPostLLMCall, HookPostToolCall:
 	default:
-		return deny(d, CodeInvalidRequest, fmt.Sprintf("unknown hook %q: want %s, %s or %s",
-			req.Hook, HookPreToolCall, HookPreLLMCall, HookPostLLMCall), "")
+		return deny(d, CodeInvalidRequest, fmt.Sprintf("unknown hook %q: want %s, %s, %s or %s",
+			req.Hook, HookPreToolCall, HookPreLLMCall, HookPostLLMCall, HookPostToolCall), "")
 	}
 	var p *cPassport
 	switch {
@@ -82,6 +82,8 @@ func (s *Snapshot) Decide(ctx context.Context, req Request) Decision {
 		return s.decideInput(d, p, &req)
 	case HookPostLLMCall:
 		return s.decideResponse(d, p, &req)
+	case HookPostToolCall:
+		return s.decideToolResult(d, p, &req)
 	}
 	return s.decideTool(ctx, d, p, &req, now)
 }
@@ -199,6 +201,10 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 	if v.code != "" {
 		return deny(d, v.code, v.msg, "")
 	}
+	var blocked bool
+	if d, blocked = s.screenToolInput(d, p, req); blocked {
+		return d
+	}
 	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now, run: celRun{parent: ctx, limit: s.deadline}, script: script}
 	if mapped {
 		tc.limits, _ = p.src.Spec.Limits[capID].(map[string]any)
@@ -213,7 +219,8 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 	p, req, now, set := tc.p, tc.req, tc.now, tc.p.set
 	input := req.ToolInput
 	modified := false
-	var allowRef, allowMsg, modRef, firstRef string
+	var allowRef, allowMsg, firstRef string
+	var modRefs []string // every policy that changed the input, in order
 	evaluated := 0
 	for _, pol := range set.policies {
 		if !applies(pol, req) {
@@ -240,7 +247,8 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 		case outDeny:
 			return deny(d, out.code, out.msg, out.ref)
 		case outModify:
-			input, modified, modRef = out.input, true, out.ref
+			input, modified = out.input, true
+			modRefs = append(modRefs, out.ref)
 		default:
 			if firstRef == "" {
 				firstRef = out.ref
@@ -258,9 +266,13 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 		return deny(d, out.code, out.msg, out.ref)
 	}
 	if modified {
-		d = allow(d, "input modified by "+modRef, modRef)
+		d = allow(d, "input modified by "+modRefs[0], modRefs[len(modRefs)-1])
+		for _, ref := range modRefs[1:] {
+			d.Reasons = append(d.Reasons, Reason{Code: CodeAllowed, Message: "input modified by " + ref})
+		}
 		d.Decision = DecisionModify
 		d.ModifiedInput = input
+		d.meta().ModifiedBy = modRefs
 		return d
 	}
 	if allowRef == "" {
@@ -359,17 +371,19 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 	if pol.evalSpec != nil {
 		// The evaluator has its own timeout: its time does not count against the CEL deadline.
 		start := time.Now()
-		out := pol.callEvaluator(ctx, tc.req, input)
+		out := pol.callEvaluator(ctx, tc.req, tc.p.agentID, input)
 		tc.run.extend(time.Since(start))
 		return out
 	}
 	if pol.defaultDeny {
-		return outcome{kind: outDeny, code: CodePolicyDenied, msg: pol.defaultDenyM, ref: pol.defaultRef}
+		return outcome{kind: outDeny, code: pol.defaultCode, msg: pol.defaultDenyM, ref: pol.defaultRef}
 	}
 	return outcome{kind: outAllow, ref: pol.defaultRef}
 }
 
-func (pol *cPolicy) callEvaluator(ctx context.Context, req *Request, input map[string]any) outcome {
+// callEvaluator asks the policy's external evaluator about req, with the input as earlier policies
+// left it and the resolved agent id of the passport.
+func (pol *cPolicy) callEvaluator(ctx context.Context, req *Request, agentID string, input map[string]any) outcome {
 	ref := pol.id + "#external-evaluator"
 	if pol.evaluator == nil {
 		return outcome{kind: outError, ref: ref, err: fmt.Errorf("no client for external evaluator %s", pol.evalSpec.URL)}
@@ -381,6 +395,7 @@ func (pol *cPolicy) callEvaluator(ctx context.Context, req *Request, input map[s
 	defer cancel()
 	r := *req
 	r.ToolInput = input
+	r.AgentID = agentID
 	v, err := pol.evaluator.Evaluate(ctx, r)
 	if err != nil {
 		return outcome{kind: outError, ref: ref, err: fmt.Errorf("external evaluator %s: %w", pol.evalSpec.URL, err)}

@@ -32,7 +32,7 @@ func TestDecideToolCalls(t *testing.T) {
 		{"expired", bash("expired", "git status"), DecisionDeny, CodePassportSuspended, "", "expired"},
 		{"no passport", Request{ToolName: "bash"}, DecisionDeny, CodeInvalidRequest, "", ""},
 		{"agent id mismatch", Request{Passport: "dev", AgentID: "agent-x", ToolName: "bash"}, DecisionDeny, CodeInvalidRequest, "", ""},
-		{"unknown hook", Request{Passport: "dev", Hook: "post_tool_call"}, DecisionDeny, CodeInvalidRequest, "", "unknown hook"},
+		{"unknown hook", Request{Passport: "dev", Hook: "post_agent_run"}, DecisionDeny, CodeInvalidRequest, "", "unknown hook"},
 		{"missing tool name", Request{Passport: "dev"}, DecisionDeny, CodeInvalidRequest, "", "tool_name"},
 		// 2. tool -> capability
 		{"capability missing (built-in table)", bash("reader", "ls"), DecisionDeny, CodeUnknownCapability, "", "system.command.execute"},

@@ -164,6 +164,9 @@ type PolicySpec struct {
 	FailurePolicy string `json:"failurePolicy,omitempty"`
 	// DefaultAction is Allow (default) or Deny, used when no rule matched and no evaluator is set.
 	DefaultAction string `json:"defaultAction,omitempty"`
+	// DefaultReason is the reason code and message of a defaultAction Deny (default
+	// oap.policy_denied and a message naming the policy).
+	DefaultReason *DefaultReason `json:"defaultReason,omitempty"`
 	// Priority orders policies: higher first.
 	Priority int32 `json:"priority"`
 	// ToolCapabilities map tool-name globs to capability ids, overriding the built-in table.
@@ -180,6 +183,14 @@ type PolicySpec struct {
 	ResponseGuards *ResponseGuards `json:"responseGuards,omitempty"`
 	// ExternalEvaluator is consulted when no rule matched, instead of DefaultAction.
 	ExternalEvaluator *ExternalEvaluatorSpec `json:"externalEvaluator,omitempty"`
+}
+
+// DefaultReason is the reason a policy's defaultAction Deny answers with.
+type DefaultReason struct {
+	// Code is the OAP reason code, e.g. oap.tool_not_allowed (default oap.policy_denied).
+	Code string `json:"code,omitempty"`
+	// Message is the human-readable reason.
+	Message string `json:"message,omitempty"`
 }
 
 // ToolCapability maps a tool-name glob to an OAP capability id.
@@ -252,7 +263,9 @@ type RateLimit struct {
 	Per string `json:"per,omitempty"`
 }
 
-// InputGuards screen the latest user message before an LLM call.
+// InputGuards screen text entering the model's context for prompt injection: the latest user
+// message (pre_llm_call), a tool's result (post_tool_call) and, when asked, a tool call's arguments
+// (pre_tool_call).
 type InputGuards struct {
 	// BlockThreshold is the lowest risk level that blocks (default HIGH).
 	BlockThreshold string `json:"blockThreshold,omitempty"`
@@ -260,9 +273,16 @@ type InputGuards struct {
 	DisableDefaultPatterns bool `json:"disableDefaultPatterns,omitempty"`
 	// Patterns are additional patterns screened after the built-in ones.
 	Patterns []InputPattern `json:"patterns,omitempty"`
+	// Hooks are the hooks the guards screen at: pre_llm_call, post_tool_call and pre_tool_call
+	// (default DefaultInputGuardHooks).
+	Hooks []string `json:"hooks,omitempty"`
 }
 
-// InputPattern is one RE2 pattern matched case-insensitively against the latest user message.
+// DefaultInputGuardHooks are the hooks input guards screen at unless a policy names its own: the
+// latest user message before an LLM call and every tool result before it reaches the model.
+var DefaultInputGuardHooks = []string{HookPreLLMCall, HookPostToolCall}
+
+// InputPattern is one RE2 pattern matched case-insensitively against the screened text.
 type InputPattern struct {
 	// Name identifies the pattern in risk details.
 	Name string `json:"name"`
@@ -270,14 +290,44 @@ type InputPattern struct {
 	Pattern string `json:"pattern"`
 	// RiskLevel is SAFE, LOW, MEDIUM, HIGH or CRITICAL.
 	RiskLevel string `json:"riskLevel"`
-	// RiskType classifies the risk (default prompt_injection).
+	// RiskType classifies the risk (default prompt_injection for input patterns, data_leak for
+	// output patterns). A blocking match is denied with the code oap.<riskType>.
 	RiskType string `json:"riskType,omitempty"`
 }
 
-// ResponseGuards screen LLM responses (hook post_llm_call).
+// Safety-termination providers of ResponseGuards.Detectors.
+const (
+	// ProviderOpenAICompatible reads finish_reason (default content_filter): OpenAI, Azure OpenAI,
+	// DeepSeek, Mistral, Qwen, Moonshot, GLM and other OpenAI-compatible APIs.
+	ProviderOpenAICompatible = "OpenAICompatible"
+	// ProviderAnthropic reads stop_reason (default refusal).
+	ProviderAnthropic = "Anthropic"
+	// ProviderGemini reads finish_reason (default SAFETY, BLOCKLIST, PROHIBITED_CONTENT, SPII,
+	// RECITATION and their IMAGE_ variants).
+	ProviderGemini = "Gemini"
+)
+
+// ResponseGuards screen LLM responses (hook post_llm_call): a safety termination suppresses the
+// response's tool calls, and output patterns screen the response's text.
 type ResponseGuards struct {
-	// SafetyFinishReasons replaces the built-in set of safety finish/stop reasons.
+	// Detectors say which provider signals are safety terminations, checked in order; empty means
+	// the built-in detectors (OpenAICompatible, Anthropic, Gemini with their default values).
+	Detectors []SafetyDetector `json:"detectors,omitempty"`
+	// SafetyFinishReasons are further finish_reason values that mean a safety termination for the
+	// OpenAI-compatible detector, e.g. GLM's sensitive.
 	SafetyFinishReasons []string `json:"safetyFinishReasons,omitempty"`
+	// BlockThreshold is the lowest risk level of an output pattern that blocks (default HIGH).
+	BlockThreshold string `json:"blockThreshold,omitempty"`
+	// Patterns screen the response's text (content) for what must not be shown: secrets, PII.
+	Patterns []InputPattern `json:"patterns,omitempty"`
+}
+
+// SafetyDetector detects one provider's safety terminations.
+type SafetyDetector struct {
+	// Provider is OpenAICompatible, Anthropic or Gemini.
+	Provider string `json:"provider"`
+	// Reasons replace the provider's default values (compared case-insensitively).
+	Reasons []string `json:"reasons,omitempty"`
 }
 
 // ExternalEvaluatorSpec is an HTTP endpoint consulted when no rule of the policy matched.
@@ -309,8 +359,10 @@ const (
 	HookPreToolCall = "pre_tool_call"
 	// HookPreLLMCall screens the latest user message before an LLM call.
 	HookPreLLMCall = "pre_llm_call"
-	// HookPostLLMCall screens an LLM response and its tool calls.
+	// HookPostLLMCall screens an LLM response: its tool calls and its text.
 	HookPostLLMCall = "post_llm_call"
+	// HookPostToolCall screens a tool's result before it goes back to the model.
+	HookPostToolCall = "post_tool_call"
 )
 
 // Request is one question to the engine; its JSON is the decider's HTTP API.
@@ -319,11 +371,13 @@ type Request struct {
 	Passport string `json:"passport,omitempty"`
 	// AgentID is the OAP passport id, used when Passport is empty (and checked when both are set).
 	AgentID string `json:"agent_id,omitempty"`
-	// ToolName is the tool being called (pre_tool_call).
+	// ToolName is the tool being called (pre_tool_call) or that produced ToolResult (post_tool_call).
 	ToolName string `json:"tool_name,omitempty"`
 	// ToolInput are the tool's arguments.
 	ToolInput map[string]any `json:"tool_input,omitempty"`
-	// Hook is pre_tool_call (default), pre_llm_call or post_llm_call.
+	// ToolResult is the tool's result (post_tool_call): text, or any JSON whose strings are screened.
+	ToolResult any `json:"tool_result,omitempty"`
+	// Hook is pre_tool_call (default), pre_llm_call, post_llm_call or post_tool_call.
 	Hook string `json:"hook,omitempty"`
 	// Messages are the conversation (pre_llm_call screens the latest user message).
 	Messages []Message `json:"messages,omitempty"`
@@ -333,6 +387,9 @@ type Request struct {
 	StopReason string `json:"stop_reason,omitempty"`
 	// ToolCalls are the tool calls of the LLM response (post_llm_call).
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Content is the LLM response's text (post_llm_call), a string or an array of parts; when
+	// empty, the latest assistant message of Messages is screened.
+	Content Text `json:"content,omitempty"`
 	// ThreadID identifies the conversation (rate limits per Thread).
 	ThreadID string `json:"thread_id,omitempty"`
 	// CallID identifies the tool call.
@@ -364,21 +421,45 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("message: %w", err)
 	}
 	m.Role = raw.Role
-	m.Content = ""
-	if len(raw.Content) == 0 || string(raw.Content) == "null" {
-		return nil
+	text, err := decodeText(raw.Content)
+	if err != nil {
+		return fmt.Errorf("message content: %w", err)
 	}
-	if raw.Content[0] == '"' {
-		if err := json.Unmarshal(raw.Content, &m.Content); err != nil {
-			return fmt.Errorf("message content: %w", err)
+	m.Content = text
+	return nil
+}
+
+// Text is message text. Its JSON is a string or an array of parts ({type, text}), whose texts are
+// joined with newlines.
+type Text string
+
+// UnmarshalJSON accepts a string, an array of parts or null.
+func (t *Text) UnmarshalJSON(data []byte) error {
+	text, err := decodeText(data)
+	if err != nil {
+		return fmt.Errorf("content: %w", err)
+	}
+	*t = Text(text)
+	return nil
+}
+
+// decodeText reads message content: a JSON string, an array of parts or null (empty).
+func decodeText(raw []byte) (string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("decoding text: %w", err)
 		}
-		return nil
+		return s, nil
 	}
 	var parts []struct {
 		Text string `json:"text"`
 	}
-	if err := json.Unmarshal(raw.Content, &parts); err != nil {
-		return fmt.Errorf("message content: want a string or an array of parts: %w", err)
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", fmt.Errorf("want a string or an array of parts: %w", err)
 	}
 	texts := make([]string, 0, len(parts))
 	for _, p := range parts {
@@ -386,8 +467,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			texts = append(texts, p.Text)
 		}
 	}
-	m.Content = strings.Join(texts, "\n")
-	return nil
+	return strings.Join(texts, "\n"), nil
 }
 
 // ToolCall is one tool call of an LLM response.
@@ -424,6 +504,9 @@ const (
 	CodeResponseBlocked   = "oap.response_blocked"
 	CodeSubjectNotAllowed = "oap.subject_not_allowed"
 	CodeInvalidRequest    = "oap.invalid_request"
+	// CodeToolNotAllowed is DeerFlow's AllowlistProvider code for a tool outside an allowlist; a
+	// policy's defaultReason can answer with it.
+	CodeToolNotAllowed = "oap.tool_not_allowed"
 )
 
 // Decision is the engine's answer; its JSON is the decider's HTTP response.
@@ -466,10 +549,14 @@ type Metadata struct {
 	DryRun []PolicyResult `json:"dry_run,omitempty"`
 	// Warnings are the reasons of Warn policies (and other non-fatal findings).
 	Warnings []PolicyResult `json:"warnings,omitempty"`
-	// Risk is the input-guard risk assessment (pre_llm_call).
+	// Risk is the guards' risk assessment of the screened text (pre_llm_call, post_tool_call,
+	// post_llm_call content, pre_tool_call arguments).
 	Risk *RiskAssessment `json:"risk_assessment,omitempty"`
 	// Suppressed describes the suppressed tool calls (post_llm_call).
 	Suppressed *Suppression `json:"suppressed_tool_calls,omitempty"`
+	// ModifiedBy names every policy (policy_id#rule) that changed the input of a modify decision,
+	// in the order they applied.
+	ModifiedBy []string `json:"modified_by,omitempty"`
 }
 
 // PolicyResult is what one policy decided or would have decided.
@@ -484,7 +571,7 @@ type PolicyResult struct {
 	ModifiedInput map[string]any `json:"modified_input,omitempty"`
 }
 
-// RiskAssessment is the input-guard verdict on the latest user message.
+// RiskAssessment is the guards' verdict on the screened text.
 type RiskAssessment struct {
 	// HasRisk is true when any pattern above SAFE matched.
 	HasRisk bool `json:"has_risk"`
@@ -500,7 +587,8 @@ type RiskAssessment struct {
 
 // Suppression describes tool calls suppressed after a safety termination (post_llm_call).
 type Suppression struct {
-	// Detector names the guard that fired.
+	// Detector names the detector that fired: openai_compatible_content_filter, anthropic_refusal
+	// or gemini_safety.
 	Detector string `json:"detector"`
 	// ReasonField is finish_reason or stop_reason.
 	ReasonField string `json:"reason_field"`
