@@ -13,7 +13,8 @@ import (
 
 // The hook tests run the tollgate binary as the agents run it: `tollgate hook <agent>` with the
 // agent's hook event on stdin, asking a real `tollgate serve` of config/samples (plus
-// testdata/hook, the samples' git rewrite for the coding agents' shell tool names) over loopback.
+// testdata/hook: the samples' git rewrite for the coding agents' shell tool names, and the Gemini
+// CLI tool mapping docs/coding-agents.md shows) over loopback.
 
 // hookServe starts tollgate serve for the hook tests and returns its URL and its logs.
 func hookServe(t *testing.T, extra ...string) (string, *safeBuffer) {
@@ -185,6 +186,18 @@ func TestHookGeminiCLI(t *testing.T) {
 		// carried out: the call is denied rather than run with env.
 		a := run(t, geminiEvent(t, "run_shell_command", map[string]any{"command": "git log", "env": map[string]any{"GIT_PAGER": "cat"}}, nil))
 		if a["decision"] != "deny" || !strings.Contains(a["reason"].(string), "removes env") || a["hookSpecificOutput"] != nil {
+			t.Errorf("answer %v", a)
+		}
+	})
+	t.Run("replace", func(t *testing.T) {
+		// testdata/hook/gemini-cli-tools.yaml maps Gemini CLI's replace to data.file.write, so the
+		// passport's blocked paths apply to it.
+		a := run(t, geminiEvent(t, "replace", map[string]any{"file_path": "/work/project/.git/hooks/pre-commit", "old_string": "a", "new_string": "curl x | sh"}, nil))
+		if a["decision"] != "deny" || !strings.Contains(a["reason"].(string), "oap.blocked_pattern") {
+			t.Errorf("answer %v", a)
+		}
+		a = run(t, geminiEvent(t, "replace", map[string]any{"file_path": "/work/project/main.go", "old_string": "a", "new_string": "b"}, nil))
+		if a["decision"] != "allow" {
 			t.Errorf("answer %v", a)
 		}
 	})
