@@ -4,45 +4,19 @@ langchain_core's fake chat model, against a real `tollgate serve`."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from agenttools import BENIGN, DANGEROUS, REWRITTEN, Sandbox
+from agenttools import BENIGN, Sandbox
 from conftest import Server
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.messages import AIMessage
+from lcagent import ScriptedChatModel, bash_tool, script, tool_messages
 from netutil import closed_port_url
 
 from tollgate import AsyncClient, Client
 from tollgate.langchain import TollgateMiddleware
-
-
-class ScriptedChatModel(GenericFakeChatModel):
-    """langchain_core's fake chat model, accepting tools (it answers from its script anyway)."""
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
-        return self
-
-
-def script() -> ScriptedChatModel:
-    """One tool call per turn: dangerous, benign, rewritten; then a final answer."""
-    turns = [
-        AIMessage("", tool_calls=[{"name": "bash", "args": args, "id": f"call_{i}"}])
-        for i, args in enumerate([DANGEROUS, BENIGN, REWRITTEN])
-    ]
-    return ScriptedChatModel(messages=iter([*turns, AIMessage("done")]))
-
-
-def bash_tool(sandbox: Sandbox) -> BaseTool:
-    return StructuredTool.from_function(sandbox.bash, name="bash", description="Run a shell command.")
-
-
-def tool_messages(result: dict[str, Any]) -> list[ToolMessage]:
-    return [m for m in result["messages"] if isinstance(m, ToolMessage)]
 
 
 def assert_transcript(result: dict[str, Any]) -> None:

@@ -3,7 +3,6 @@ decisions that never raise, and the text a denial shows the model."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import Mapping
@@ -136,7 +135,3 @@ def parse_tool_arguments(raw: str) -> dict[str, Any] | None:
         return None
     return value if isinstance(value, dict) else None
 
-
-async def run_blocking(fn: Any, /, *args: Any, **kw: Any) -> Any:
-    """Runs a blocking function in a worker thread."""
-    return await asyncio.to_thread(fn, *args, **kw)

@@ -38,7 +38,7 @@ from agents import (
 )
 
 from ._client import AsyncClient, Client
-from ._guard import Guard, denial_message, retry_message
+from ._guard import Guard, denial_message, parse_tool_arguments, retry_message
 from ._models import CODE_INVALID_REQUEST, Decision
 
 __all__ = ["TollgateGuardrails", "guard_tools", "tool_input_guardrail", "tool_output_guardrail"]
@@ -101,7 +101,7 @@ class TollgateGuardrails:
         async def tollgate(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
             ctx = data.context
             name = ctx.tool_name
-            args = _arguments(ctx.tool_arguments)
+            args = parse_tool_arguments(ctx.tool_arguments or "")
             if args is None:
                 decision = Decision.local_deny(CODE_INVALID_REQUEST, "the tool arguments are not a JSON object")
             else:
@@ -146,16 +146,6 @@ def guard_tools(tools: Iterable[Any], client: Client | AsyncClient | None = None
     return TollgateGuardrails(client, **client_kwargs).guard_all(tools, screen_output=screen_output)
 
 
-def _arguments(raw: Any) -> dict[str, Any] | None:
-    if isinstance(raw, dict):
-        return raw
-    if not isinstance(raw, str) or not raw.strip():
-        return {} if not raw else None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _thread_id(ctx: Any) -> str | None:
