@@ -110,7 +110,7 @@ func TestDeerFlowSafetyTerminationDecisionLog(t *testing.T) {
 		t.Fatalf("log lines %q, want 2", lines)
 	}
 	var rec struct {
-		Suppressed *policy.Suppression     `json:"suppressed_tool_calls"`
+		Suppressed *policy.Suppression    `json:"suppressed_tool_calls"`
 		Risk       *policy.RiskAssessment `json:"risk_assessment"`
 	}
 	if err := json.Unmarshal([]byte(lines[0]), &rec); err != nil {
