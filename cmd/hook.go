@@ -234,11 +234,11 @@ func decideHook(ctx context.Context, agent hookAgent, stdin io.Reader, cfg hookC
 }
 
 // unreachable reports an error that says nothing about the call: the endpoint could not be
-// reached in time, or answered 5xx.
+// reached in time, was overloaded (429) or answered 5xx.
 func unreachable(err error) bool {
 	var ae *client.APIError
 	if errors.As(err, &ae) {
-		return ae.StatusCode >= 500
+		return ae.StatusCode >= 500 || ae.StatusCode == http.StatusTooManyRequests
 	}
 	var ue *url.Error
 	return errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded)

@@ -8,6 +8,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -25,6 +27,8 @@ import (
 	"github.com/pb33f/libopenapi-validator/schema_validation"
 	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/tollgate-dev/tollgate/internal/policy"
 	"github.com/tollgate-dev/tollgate/internal/testenv"
@@ -443,12 +447,77 @@ func TestOpenAPIContractAuthenticated(t *testing.T) {
 	})
 }
 
+// TestOpenAPIContractAuthUnavailable checks the 503 of a TokenReview that cannot be made: the real
+// TokenReview authenticator, pointed at an API server address where nothing listens.
+func TestOpenAPIContractAuthUnavailable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: dead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := contractServer(t, Options{Authenticator: NewTokenReviewAuthenticator(cs, TokenReviewConfig{})})
+	x := post(t, "/v1/decide", map[string]any{"passport": "team-a/coding-agent", "tool_name": "ls"})
+	x.header = map[string]string{"Authorization": "Bearer " + contractToken}
+	runContractCases(t, base, []contractCase{
+		{"token review unavailable", x, http.StatusServiceUnavailable, wantError(ErrCodeUnavailable, "")},
+	})
+}
+
 func TestOpenAPIContractNotReady(t *testing.T) {
 	_, ts := startServer(t, NewStore(), Options{})
 	runContractCases(t, ts.URL, []contractCase{
 		{"readyz before a bundle", exchange{method: http.MethodGet, path: "/readyz"}, http.StatusServiceUnavailable, nil},
 		{"status before a bundle", exchange{method: http.MethodGet, path: "/v1/status"}, http.StatusOK, nil},
 	})
+}
+
+// TestOpenAPIContractOverloaded holds one request in flight (its body not yet sent) on a server
+// with room for one, so that the next one is turned away with 429.
+func TestOpenAPIContractOverloaded(t *testing.T) {
+	c := loadContract(t)
+	base := contractServer(t, Options{MaxInFlightBytes: 1 << 10, InFlightWait: 20 * time.Millisecond})
+	pr, pw := io.Pipe()
+	held, err := http.NewRequest(http.MethodPost, base+"/v1/decide", pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.ContentLength = 512
+	held.Header.Set("Content-Type", "application/json")
+	heldDone := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(held)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		heldDone <- err
+	}()
+	defer func() {
+		_ = pw.CloseWithError(io.ErrUnexpectedEOF)
+		<-heldDone
+	}()
+	x := post(t, "/v1/decide", map[string]any{"passport": "team-a/coding-agent", "tool_name": "ls"})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		x.do(t, base)
+		if x.status == http.StatusTooManyRequests {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no 429 while a request is in flight; last answer %d %s", x.status, x.respBody)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	x.validate(t, c, base)
+	if x.respHdr.Get("Retry-After") == "" || !bytes.Contains(x.respBody, []byte(`"code":"overloaded"`)) {
+		t.Errorf("429 answer %v %s", x.respHdr, x.respBody)
+	}
 }
 
 // TestOpenAPIErrorBodies checks the answers that no documented operation has (an unknown path, a
@@ -867,27 +936,40 @@ func TestOpenAPIEnumsMatchServer(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
-	constants := func(file, prefix string) []string {
-		fset := token.NewFileSet()
-		af, err := parser.ParseFile(fset, file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
+	// constants returns the values of the string constants named prefix* in the non-test files
+	// of dir (or in file, when dir names a .go file).
+	constants := func(dir, prefix string) []string {
+		files := []string{dir}
+		if !strings.HasSuffix(dir, ".go") {
+			var err error
+			if files, err = filepath.Glob(filepath.Join(dir, "*.go")); err != nil {
+				t.Fatal(err)
+			}
 		}
 		var out []string
-		for _, d := range af.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != token.CONST {
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
 				continue
 			}
-			for _, s := range gd.Specs {
-				vs := s.(*ast.ValueSpec)
-				for i, n := range vs.Names {
-					if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
-						continue
-					}
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						v, _ := strconv.Unquote(lit.Value)
-						out = append(out, v)
+			af, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range af.Decls {
+				gd, ok := d.(*ast.GenDecl)
+				if !ok || gd.Tok != token.CONST {
+					continue
+				}
+				for _, s := range gd.Specs {
+					vs := s.(*ast.ValueSpec)
+					for i, n := range vs.Names {
+						if !strings.HasPrefix(n.Name, prefix) || i >= len(vs.Values) {
+							continue
+						}
+						if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+							v, _ := strconv.Unquote(lit.Value)
+							out = append(out, v)
+						}
 					}
 				}
 			}
@@ -896,7 +978,7 @@ func TestOpenAPIEnumsMatchServer(t *testing.T) {
 		return out
 	}
 	root := testenv.RepoRoot()
-	errCodes := append(constants(filepath.Join(root, "internal", "decider", "decode.go"), "ErrCode"), "internal")
+	errCodes := append(constants(filepath.Join(root, "internal", "decider"), "ErrCode"), "internal")
 	slices.Sort(errCodes)
 	types := filepath.Join(root, "internal", "policy", "types.go")
 	for _, tc := range []struct {
