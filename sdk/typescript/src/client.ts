@@ -191,11 +191,21 @@ export class Client {
   }
 
   /**
-   * Checks an LLM response before its tool calls run (hook `post_llm_call`): a safety finish reason
-   * with tool calls is denied (`oap.response_blocked`).
+   * Checks an LLM response before its tool calls run and its text is shown (hook `post_llm_call`):
+   * a safety finish reason with tool calls is denied (`oap.response_blocked`), and so is content
+   * that the policies' response guards block (e.g. `oap.secret_leak`).
    */
   postLLMCall(response: LLMResponse, options: Omit<DecideOptions, "hook" | "response"> = {}): Promise<Decision> {
     return this.decide(undefined, undefined, { ...options, hook: "post_llm_call", response });
+  }
+
+  /**
+   * Screens a tool's result before the model reads it (hook `post_tool_call`): the policies' input
+   * guards look for indirect prompt injection in it (a deny is e.g. `oap.prompt_injection`: do not
+   * show the result to the model).
+   */
+  postToolCall(toolName: string | undefined, toolResult: unknown, options: Omit<DecideOptions, "hook" | "toolResult"> = {}): Promise<Decision> {
+    return this.decide(toolName, undefined, { ...options, hook: "post_tool_call", toolResult });
   }
 
   /** Reads GET /v1/status: the loaded bundle revision per namespace. Raises Unavailable when unreachable. */
@@ -221,7 +231,9 @@ export class Client {
       if (r.response.finishReason) body["finish_reason"] = r.response.finishReason;
       if (r.response.stopReason) body["stop_reason"] = r.response.stopReason;
       if (r.response.toolCalls) body["tool_calls"] = r.response.toolCalls;
+      if (r.response.content !== undefined) body["content"] = r.response.content;
     }
+    if (r.toolResult !== undefined) body["tool_result"] = r.toolResult;
     if (r.threadId) body["thread_id"] = r.threadId;
     if (r.callId) body["call_id"] = r.callId;
     if (r.isSubagent) body["is_subagent"] = true;
@@ -460,6 +472,9 @@ function decodeMetadata(v: Record<string, unknown>): DecisionMetadata {
           if (typeof val["risk_type"] === "string") md.riskAssessment.riskType = val["risk_type"];
           if (Array.isArray(val["details"])) md.riskAssessment.details = val["details"].map(String);
         }
+        break;
+      case "modified_by":
+        md.modifiedBy = Array.isArray(val) ? val.map(String) : [];
         break;
       case "suppressed_tool_calls":
         if (isObject(val)) {

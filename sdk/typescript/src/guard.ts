@@ -15,8 +15,9 @@ export interface GuardOptions extends ClientOptions {
   /** Called with every decision the adapter made, e.g. for logging. Errors it throws are ignored. */
   onDecision?: (decision: Decision, call: GuardedCall) => void;
   /**
-   * Also screen every tool result with the policies' input guards before the model reads it
-   * (indirect prompt injection): a deny replaces the result with a `Tollgate withheld …` message.
+   * Also screen every tool result (hook `post_tool_call`) before the model reads it: a result the
+   * policies' input guards block (indirect prompt injection) is replaced by a `Tollgate withheld …`
+   * message.
    */
   screenOutput?: boolean;
 }
@@ -189,16 +190,17 @@ export class Guard {
   }
 
   /**
-   * Screens text the model is about to read (a tool's output) with the policies' input guards
-   * (hook `pre_llm_call`, the text as the latest user message). It never throws: no decision is a
-   * deny.
+   * Screens a tool's result before the model reads it (hook `post_tool_call`: the policies' input
+   * guards look for indirect prompt injection). It never throws: no decision is a deny.
    */
-  async screenText(text: string, ctx: { signal?: AbortSignal | undefined } = {}): Promise<Decision> {
+  async screenToolResult(toolName: string, result: unknown, ctx: { callId?: string | undefined; threadId?: string | undefined; signal?: AbortSignal | undefined } = {}): Promise<Decision> {
     try {
-      const opts: Parameters<Client["preLLMCall"]>[1] = {};
-      if (this.#options.threadId) opts.threadId = this.#options.threadId;
+      const opts: Parameters<Client["postToolCall"]>[2] = {};
+      if (ctx.callId) opts.callId = ctx.callId;
+      const threadId = this.#options.threadId ?? ctx.threadId;
+      if (threadId) opts.threadId = threadId;
       if (ctx.signal) opts.signal = ctx.signal;
-      return await this.client.preLLMCall([{ role: "user", content: text }], opts);
+      return await this.client.postToolCall(toolName, result ?? "", opts);
     } catch (err) {
       if (ctx.signal?.aborted) throw err;
       return errorDecision(err);

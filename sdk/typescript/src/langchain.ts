@@ -36,18 +36,16 @@ export function tollgateMiddleware(options: GuardOptions | Guard = {}): AgentMid
     wrapToolCall: async (request, handler) => {
       const call = request.toolCall;
       const thread = request.runtime?.configurable?.thread_id;
-      const d = await guard.decide(call.name, toToolInput(call.args), {
-        callId: call.id,
-        threadId: typeof thread === "string" ? thread : undefined,
-        signal: request.runtime?.signal,
-      });
+      const threadId = typeof thread === "string" ? thread : undefined;
+      const signal = request.runtime?.signal;
+      const d = await guard.decide(call.name, toToolInput(call.args), { callId: call.id, threadId, signal });
       if (!d.allow) {
         return new ToolMessage({ content: denialMessage(call.name, d), tool_call_id: call.id ?? "", name: call.name, status: "error" });
       }
       const next = d.decision === "modify" && d.modifiedInput ? { ...request, toolCall: { ...call, args: fromToolInput(call.args, d.modifiedInput) as typeof call.args } } : request;
       const result = await handler(next);
       // A ToolMessage stays a ToolMessage (a Command passes unchanged), so the cast holds.
-      return guard.screenOutput ? ((await screenToolMessage(guard, call.name, result, request.runtime?.signal)) as typeof result) : result;
+      return guard.screenOutput ? ((await screenToolMessage(guard, call.name, result, { threadId, signal })) as typeof result) : result;
     },
   }) as AgentMiddleware;
 }

@@ -54,11 +54,8 @@ export function guardTool<T extends StructuredToolInterface>(tool: T, options: G
     const args = call ? call.args : input;
     const callId = call?.id ?? config?.toolCall?.id;
     const thread = config?.configurable?.thread_id;
-    const d = await guard.decide(tool.name, toToolInput(args), {
-      callId,
-      threadId: typeof thread === "string" ? thread : undefined,
-      signal: config?.signal,
-    });
+    const threadId = typeof thread === "string" ? thread : undefined;
+    const d = await guard.decide(tool.name, toToolInput(args), { callId, threadId, signal: config?.signal });
     if (!d.allow) {
       if (call || callId) {
         return new ToolMessage({ content: denialMessage(tool.name, d), tool_call_id: callId ?? "", name: tool.name, status: "error" });
@@ -67,7 +64,7 @@ export function guardTool<T extends StructuredToolInterface>(tool: T, options: G
     }
     const run = async (x: unknown) => {
       const out = await (tool.invoke as (i: unknown, c?: unknown) => Promise<unknown>)(x, config);
-      return guard.screenOutput ? screenToolMessage(guard, tool.name, out, config?.signal) : out;
+      return guard.screenOutput ? screenToolMessage(guard, tool.name, out, { threadId, signal: config?.signal }) : out;
     };
     if (d.decision === "modify" && d.modifiedInput) {
       const next = fromToolInput(args, d.modifiedInput);
@@ -81,24 +78,24 @@ export function guardTool<T extends StructuredToolInterface>(tool: T, options: G
 }
 
 /**
- * Screens a tool's result (a `ToolMessage`, or a plain value returned to code) with the policies'
- * input guards before the model reads it; a deny replaces it with a `Tollgate withheld …` error
- * message (or, for a plain value, the message as a string). Other results (e.g. a LangGraph
+ * Screens a tool's result (a `ToolMessage`, or a plain value returned to code) with Tollgate's
+ * `post_tool_call` hook before the model reads it; a deny replaces it with a `Tollgate withheld …`
+ * error message (or, for a plain value, the message as a string). Other results (e.g. a LangGraph
  * `Command`) pass unchanged.
  */
-export async function screenToolMessage<R>(guard: Guard, toolName: string, result: R, signal?: AbortSignal): Promise<R | ToolMessage | string> {
+export async function screenToolMessage<R>(guard: Guard, toolName: string, result: R, ctx: { threadId?: string | undefined; signal?: AbortSignal | undefined } = {}): Promise<R | ToolMessage | string> {
   const isMessage = ToolMessage.isInstance(result);
-  let text: string;
+  let payload: unknown;
+  let callId: string | undefined;
   if (isMessage) {
-    text = typeof result.content === "string" ? result.content : JSON.stringify(result.content);
-  } else if (typeof result === "string") {
-    text = result;
-  } else if (result !== null && typeof result === "object" && !("lg_name" in result)) {
-    text = JSON.stringify(result) ?? "";
+    payload = result.content;
+    callId = result.tool_call_id || undefined;
+  } else if (typeof result === "string" || (result !== null && typeof result === "object" && !("lg_name" in result))) {
+    payload = result;
   } else {
     return result;
   }
-  const d = await guard.screenText(text, { signal });
+  const d = await guard.screenToolResult(toolName, payload, { callId, threadId: ctx.threadId, signal: ctx.signal });
   if (d.allow) return result;
   const content = withheldMessage(toolName, d);
   if (isMessage) {

@@ -90,8 +90,8 @@ function outputText(output: unknown): string {
 }
 
 /**
- * Returns a tool output guardrail that screens each tool result with the policies' input guards
- * before the model reads it (indirect prompt injection in a fetched page, a file, an API answer):
+ * Returns a tool output guardrail that screens each tool result with Tollgate's `post_tool_call`
+ * hook before the model reads it (indirect prompt injection in a fetched page, a file, an API answer):
  * a deny replaces the output with `Tollgate withheld the output of tool '…': <code>: <reason>`.
  */
 export function tollgateOutputGuardrail<TContext = unknown>(options: GuardOptions | Guard = {}): ToolOutputGuardrailDefinition<TContext> {
@@ -99,7 +99,7 @@ export function tollgateOutputGuardrail<TContext = unknown>(options: GuardOption
   return defineToolOutputGuardrail<TContext>({
     name: OUTPUT_GUARDRAIL_NAME,
     run: async ({ toolCall, output }) => {
-      const d = await guard.screenText(outputText(output));
+      const d = await guard.screenToolResult(toolCall.name, typeof output === "string" ? output : outputText(output), { callId: toolCall.callId });
       if (!d.allow) {
         return ToolGuardrailFunctionOutputFactory.rejectContent(withheldMessage(toolCall.name, d), outputInfo(d));
       }

@@ -1,7 +1,7 @@
 /** Wire and SDK types of Tollgate's decision API (POST /v1/decide, POST /v1/decide:batch). */
 
 /** The hooks a decision request can be made for. */
-export type Hook = "pre_tool_call" | "pre_llm_call" | "post_llm_call";
+export type Hook = "pre_tool_call" | "pre_llm_call" | "post_llm_call" | "post_tool_call";
 
 /** The decision values. */
 export type DecisionValue = "allow" | "deny" | "modify";
@@ -41,6 +41,8 @@ export interface LLMResponse {
   stopReason?: string;
   /** The response's tool calls. */
   toolCalls?: ToolCall[];
+  /** The response's text (a string or parts), screened by the policies' response guards. */
+  content?: Message["content"];
 }
 
 /** What one policy decided or would have decided (dry-run results and warnings). */
@@ -61,7 +63,7 @@ export interface DecisionMetadata {
   dryRun?: PolicyResult[];
   /** Reasons of Warn policies and other non-fatal findings. */
   warnings?: PolicyResult[];
-  /** The input-guard verdict on the latest user message (`pre_llm_call`). */
+  /** The guards' verdict on the screened text (`pre_llm_call`, `post_tool_call`, `post_llm_call` content). */
   riskAssessment?: {
     hasRisk: boolean;
     riskLevel: string;
@@ -77,6 +79,8 @@ export interface DecisionMetadata {
     toolNames: string[];
     count: number;
   };
+  /** Every policy (`policy_id#rule`) that changed the input of a modify, in the order they applied. */
+  modifiedBy?: string[];
   /** Every other metadata key, as sent. */
   [key: string]: unknown;
 }
@@ -114,7 +118,7 @@ export interface Decision {
 
 /** Per-call options of {@link Client.decide}. */
 export interface DecideOptions {
-  /** The hook: `pre_tool_call` (default), `pre_llm_call` or `post_llm_call`. */
+  /** The hook: `pre_tool_call` (default), `pre_llm_call`, `post_llm_call` or `post_tool_call`. */
   hook?: Hook;
   /** The passport ("namespace/name" or "name"); defaults to the client's. */
   passport?: string;
@@ -128,6 +132,8 @@ export interface DecideOptions {
   messages?: Message[];
   /** The LLM response, for `post_llm_call`. */
   response?: LLMResponse;
+  /** The tool's result, for `post_tool_call`: text, or any JSON whose strings are screened. */
+  toolResult?: unknown;
   /** Whether the caller is a sub-agent. */
   isSubagent?: boolean;
   /** When the agent made the call (informational). */

@@ -141,7 +141,7 @@ describe("tollgateMiddleware({ screenOutput: true })", () => {
     assert.equal(ok.status, "success");
     assert.equal(evil.status, "error");
     assert.equal(evil.tool_call_id, "evil");
-    assert.match(evil.content, /^Tollgate withheld the output of tool 'web_fetch': oap\.prompt_injection/);
+    assert.match(evil.content, /^Tollgate withheld the output of tool 'web_fetch': oap\.prompt_injection: .*result of the tool call/);
     const seen = model.calls[2].messages.find((m) => ToolMessage.isInstance(m) && m.tool_call_id === "evil");
     assert.doesNotMatch(seen.content, /rm -rf/, "the model never read the injected text");
   });

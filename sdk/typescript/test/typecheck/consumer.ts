@@ -19,7 +19,9 @@ export async function client(): Promise<string> {
     const d: Decision = await c.decide("bash", { command: "ls" }, { hook: "pre_tool_call", threadId: "t", callId: "c" });
     const [b] = await c.decideBatch([{ toolName: "bash", toolInput: { command: "ls" } }]);
     const p = await c.preLLMCall([{ role: "user", content: "hi" }]);
-    const q = await c.postLLMCall({ finishReason: "stop", toolCalls: [{ name: "bash", arguments: {} }] });
+    const q = await c.postLLMCall({ finishReason: "stop", toolCalls: [{ name: "bash", arguments: {} }], content: "ok" });
+    const r = await c.postToolCall("web_fetch", { body: "page" }, { callId: "c" });
+    if (r.metadata?.modifiedBy?.length) return "modified";
     return [d.decision, b?.reasons[0]?.code, p.metadata?.riskAssessment?.riskLevel, q.allow, d.modifiedInput?.["command"]].join(" ");
   } catch (err) {
     if (err instanceof RequestError) return err.field;
