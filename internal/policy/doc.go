@@ -32,17 +32,28 @@
 //  5. Rate limits of the selecting policies count calls the policies let through; over the limit →
 //     oap.rate_limit_exceeded.
 //
-// Hook pre_llm_call screens the latest user message with the policies' inputGuards (the built-in
-// DefaultInputPatterns plus their own, blocking at or above blockThreshold, default HIGH) and returns
-// metadata.risk_assessment. Screening is bounded (guard_scan.go): every pattern begins with literal
-// text, which is searched for first, and runs only where that text and the text its match must
-// contain occur, over at most MaxMatchBytes; patterns are bounded in program size and counted
-// repetition at compile. A message over MaxScanBytes, or one not screened by the evaluation
-// deadline, is denied with oap.prompt_injection by every enforcing policy with guards: screening
-// fails closed, so a message crafted to be slow to screen is refused, never let through; hook post_llm_call denies with oap.response_blocked when the finish or
-// stop reason is a safety termination (DefaultSafetyFinishReasons unless a policy replaces them),
-// naming the suppressed tool calls but never their arguments. Passports no policy selects get the
-// built-in guards.
+// Input guards (guards.go, guards_compile.go) screen text entering the model's context with the
+// policies' inputGuards: the built-in DefaultInputPatterns (exo's eight PatternBackend defaults
+// first, each a HIGH prompt_injection risk) plus their own, blocking at or above blockThreshold
+// (default HIGH). They screen at the hooks a policy names (default pre_llm_call and post_tool_call):
+// pre_llm_call the latest user message, post_tool_call a tool's result (indirect prompt injection),
+// pre_tool_call a tool call's arguments (before the policies' rules). Every such decision carries
+// metadata.risk_assessment (exo's RiskAssessment); a blocking match is denied with oap.<riskType>
+// (oap.prompt_injection for the built-in patterns). Screening is bounded (guard_scan.go): every
+// pattern begins with literal text, which is searched for first, and runs only where that text and
+// the text its match must contain occur, over at most MaxMatchBytes; patterns are bounded in
+// program size and counted repetition at compile. A text over MaxScanBytes, or one not screened by
+// the evaluation deadline, is denied by every enforcing policy with guards: screening fails closed,
+// so a text crafted to be slow to screen is refused, never let through.
+//
+// Hook post_llm_call applies the policies' responseGuards, as DeerFlow's
+// SafetyFinishReasonMiddleware does: when a response carries tool calls and a provider's safety
+// termination detector fires (OpenAI-compatible finish_reason content_filter, Anthropic stop_reason
+// refusal, Gemini finish_reason SAFETY, BLOCKLIST, PROHIBITED_CONTENT, SPII, RECITATION; each
+// case-insensitive on its own field, extended or replaced per policy), the calls are suppressed:
+// deny oap.response_blocked, naming the detector, the field, its value and the suppressed tools, never
+// their arguments. A response without tool calls is allowed. Output patterns screen the response's
+// text (content) like the input guards. Passports no policy selects get the built-in guards.
 //
 // # CEL
 //
