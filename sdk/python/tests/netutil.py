@@ -32,6 +32,7 @@ class Proxy:
                 conn, _ = self._sock.accept()
             except OSError:
                 continue
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self._lock:
                 self.accepted += 1
                 n = self.accepted
@@ -43,6 +44,7 @@ class Proxy:
     def _forward(self, client: socket.socket) -> None:
         try:
             upstream = socket.create_connection(self.upstream, timeout=5)
+            upstream.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError:
             client.close()
             return
