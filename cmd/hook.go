@@ -126,8 +126,10 @@ func hook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			return nil
 		}
 		// A broken hook command line must not let calls through: deny them, saying why.
-		writeHookAnswer(stdout, stderr, agent.answer(hookCall{}, hookOutcome{verdict: verdictDeny,
-			reason: "Tollgate hook is misconfigured: " + err.Error()}))
+		if werr := writeHookAnswer(stdout, stderr, agent.answer(hookCall{}, hookOutcome{verdict: verdictDeny,
+			reason: "Tollgate hook is misconfigured: " + err.Error()})); werr != nil {
+			return &exitError{code: exitUsage, err: errors.Join(err, werr)}
+		}
 		return err
 	}
 

@@ -25,7 +25,7 @@ import (
 	"github.com/pb33f/libopenapi-validator/config"
 	liberrors "github.com/pb33f/libopenapi-validator/errors"
 	"github.com/pb33f/libopenapi-validator/schema_validation"
-	"github.com/pb33f/libopenapi/datamodel/high/base"
+	highbase "github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -425,8 +425,8 @@ func TestOpenAPIContract(t *testing.T) {
 func TestOpenAPIContractAuthenticated(t *testing.T) {
 	base := contractServer(t, Options{Authenticator: tokenAuthenticator(t)})
 	req := map[string]any{"passport": "team-a/coding-agent", "tool_name": "bash", "tool_input": map[string]any{"command": "ls"}}
-	with := func(x exchange, token string) exchange {
-		x.header = map[string]string{"Authorization": "Bearer " + token}
+	with := func(x exchange, tok string) exchange {
+		x.header = map[string]string{"Authorization": "Bearer " + tok}
 		return x
 	}
 	runContractCases(t, base, []contractCase{
@@ -490,13 +490,13 @@ func TestOpenAPIContractOverloaded(t *testing.T) {
 	}
 	held.ContentLength = 512
 	held.Header.Set("Content-Type", "application/json")
-	heldDone := make(chan error, 1)
+	heldDone := make(chan struct{})
 	go func() {
-		resp, err := http.DefaultClient.Do(held)
-		if err == nil {
+		defer close(heldDone)
+		// The held request fails when its body is cut off below: expected.
+		if resp, err := http.DefaultClient.Do(held); err == nil {
 			_ = resp.Body.Close()
 		}
-		heldDone <- err
 	}()
 	defer func() {
 		_ = pw.CloseWithError(io.ErrUnexpectedEOF)
@@ -610,87 +610,149 @@ func TestOpenAPIRejectsDrift(t *testing.T) {
 // route is a method and a path the server answers; a path ending in "*" is a prefix route.
 type route struct{ method, path string }
 
-// serverRoutes reads the routes of Server.ServeHTTP from server.go: each case of its switch that
-// compares the path with a literal (or checks a constant prefix) and hands the request to s.post
-// or s.get (directly, or through a method of Server that does).
-func serverRoutes(t *testing.T) []route {
+// serverSource is what serverRoutes needs of the package's source: its string constants and the
+// methods of *Server.
+type serverSource struct {
+	fset    *token.FileSet
+	consts  map[string]string
+	methods map[string]*ast.FuncDecl
+}
+
+// parseServerSource parses the non-test files of internal/decider.
+func parseServerSource(t *testing.T) serverSource {
 	t.Helper()
-	fset := token.NewFileSet()
-	pkgDir := filepath.Join(testenv.RepoRoot(), "internal", "decider")
-	files, err := filepath.Glob(filepath.Join(pkgDir, "*.go"))
+	src := serverSource{fset: token.NewFileSet(), consts: map[string]string{}, methods: map[string]*ast.FuncDecl{}}
+	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "internal", "decider", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	consts := map[string]string{}
-	methods := map[string]*ast.FuncDecl{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}
-		af, err := parser.ParseFile(fset, f, nil, 0)
+		af, err := parser.ParseFile(src.fset, f, nil, 0)
 		if err != nil {
 			t.Fatalf("parsing %s: %v", f, err)
 		}
 		for _, d := range af.Decls {
 			switch d := d.(type) {
 			case *ast.GenDecl:
-				if d.Tok != token.CONST {
-					continue
-				}
-				for _, s := range d.Specs {
-					vs := s.(*ast.ValueSpec)
-					for i, n := range vs.Names {
-						if i < len(vs.Values) {
-							if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-								consts[n.Name], _ = strconv.Unquote(lit.Value)
-							}
-						}
-					}
-				}
+				src.addConsts(d)
 			case *ast.FuncDecl:
-				if d.Recv != nil && len(d.Recv.List) == 1 {
-					if star, ok := d.Recv.List[0].Type.(*ast.StarExpr); ok {
-						if id, ok := star.X.(*ast.Ident); ok && id.Name == "Server" {
-							methods[d.Name.Name] = d
-						}
-					}
+				if isServerMethod(d) {
+					src.methods[d.Name.Name] = d
 				}
 			}
 		}
 	}
-	serve := methods["ServeHTTP"]
-	if serve == nil {
-		t.Fatal("no (*Server).ServeHTTP in internal/decider")
+	return src
+}
+
+func (src serverSource) addConsts(d *ast.GenDecl) {
+	if d.Tok != token.CONST {
+		return
 	}
-	// httpMethods finds the s.post / s.get calls in n, following calls of other Server methods.
-	var httpMethods func(n ast.Node, depth int) []string
-	httpMethods = func(n ast.Node, depth int) []string {
-		var out []string
-		ast.Inspect(n, func(n ast.Node) bool {
-			call, ok := n.(*ast.CallExpr)
-			if !ok {
-				return true
+	for _, s := range d.Specs {
+		vs := s.(*ast.ValueSpec)
+		for i, n := range vs.Names {
+			if i >= len(vs.Values) {
+				continue
 			}
-			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if !ok {
-				return true
+			if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				src.consts[n.Name], _ = strconv.Unquote(lit.Value)
 			}
-			if recv, ok := sel.X.(*ast.Ident); !ok || recv.Name != "s" {
-				return true
+		}
+	}
+}
+
+func isServerMethod(d *ast.FuncDecl) bool {
+	if d.Recv == nil || len(d.Recv.List) != 1 {
+		return false
+	}
+	star, ok := d.Recv.List[0].Type.(*ast.StarExpr)
+	if !ok {
+		return false
+	}
+	id, ok := star.X.(*ast.Ident)
+	return ok && id.Name == "Server"
+}
+
+// httpMethods finds the s.post / s.get calls in n, following calls of other Server methods.
+func (src serverSource) httpMethods(n ast.Node, depth int) []string {
+	var out []string
+	ast.Inspect(n, func(n ast.Node) bool {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return true
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if recv, ok := sel.X.(*ast.Ident); !ok || recv.Name != "s" {
+			return true
+		}
+		switch sel.Sel.Name {
+		case "post":
+			out = append(out, http.MethodPost)
+		case "get":
+			out = append(out, http.MethodGet, http.MethodHead)
+		default:
+			if m := src.methods[sel.Sel.Name]; m != nil && depth < 3 {
+				out = append(out, src.httpMethods(m.Body, depth+1)...)
 			}
-			switch sel.Sel.Name {
-			case "post":
-				out = append(out, http.MethodPost)
-			case "get":
-				out = append(out, http.MethodGet, http.MethodHead)
-			default:
-				if m := methods[sel.Sel.Name]; m != nil && depth < 3 {
-					out = append(out, httpMethods(m.Body, depth+1)...)
+		}
+		return true
+	})
+	return out
+}
+
+// casePaths returns the paths a switch case's conditions select: `path == "..."` gives the path,
+// `strings.HasPrefix(path, constant)` the prefix followed by "*".
+func (src serverSource) casePaths(t *testing.T, conds []ast.Expr) []string {
+	t.Helper()
+	var paths []string
+	for _, cond := range conds {
+		ast.Inspect(cond, func(n ast.Node) bool {
+			switch e := n.(type) {
+			case *ast.BinaryExpr:
+				if id, ok := e.X.(*ast.Ident); ok && e.Op == token.EQL && id.Name == "path" {
+					if lit, ok := e.Y.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						p, _ := strconv.Unquote(lit.Value)
+						paths = append(paths, p)
+					}
+				}
+			case *ast.CallExpr:
+				sel, ok := e.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "HasPrefix" || len(e.Args) != 2 {
+					return true
+				}
+				if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "strings" {
+					return true
+				}
+				if id, ok := e.Args[1].(*ast.Ident); ok {
+					prefix, found := src.consts[id.Name]
+					if !found {
+						t.Errorf("ServeHTTP: prefix %s is not a string constant", id.Name)
+					}
+					paths = append(paths, prefix+"*")
 				}
 			}
 			return true
 		})
-		return out
+	}
+	return paths
+}
+
+// serverRoutes reads the routes of Server.ServeHTTP from the package's source: each case of its
+// switch that compares the path with a literal (or checks a constant prefix) and hands the request
+// to s.post or s.get (directly, or through a method of Server that does).
+func serverRoutes(t *testing.T) []route {
+	t.Helper()
+	src := parseServerSource(t)
+	serve := src.methods["ServeHTTP"]
+	if serve == nil {
+		t.Fatal("no (*Server).ServeHTTP in internal/decider")
 	}
 	var routes []route
 	ast.Inspect(serve.Body, func(n ast.Node) bool {
@@ -698,42 +760,10 @@ func serverRoutes(t *testing.T) []route {
 		if !ok || cc.List == nil {
 			return true
 		}
-		var paths []string
-		for _, cond := range cc.List {
-			ast.Inspect(cond, func(n ast.Node) bool {
-				switch e := n.(type) {
-				case *ast.BinaryExpr:
-					if e.Op != token.EQL {
-						return true
-					}
-					if id, ok := e.X.(*ast.Ident); ok && id.Name == "path" {
-						if lit, ok := e.Y.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							p, _ := strconv.Unquote(lit.Value)
-							paths = append(paths, p)
-						}
-					}
-				case *ast.CallExpr:
-					sel, ok := e.Fun.(*ast.SelectorExpr)
-					if !ok || sel.Sel.Name != "HasPrefix" || len(e.Args) != 2 {
-						return true
-					}
-					if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "strings" {
-						return true
-					}
-					if id, ok := e.Args[1].(*ast.Ident); ok {
-						prefix, found := consts[id.Name]
-						if !found {
-							t.Errorf("ServeHTTP: prefix %s is not a string constant", id.Name)
-						}
-						paths = append(paths, prefix+"*")
-					}
-				}
-				return true
-			})
-		}
-		ms := httpMethods(&ast.BlockStmt{List: cc.Body}, 0)
+		paths := src.casePaths(t, cc.List)
+		ms := src.httpMethods(&ast.BlockStmt{List: cc.Body}, 0)
 		if len(paths) != 1 || len(ms) == 0 {
-			t.Errorf("ServeHTTP case at %s: cannot tell its route (paths %v, methods %v)", fset.Position(cc.Pos()), paths, ms)
+			t.Errorf("ServeHTTP case at %s: cannot tell its route (paths %v, methods %v)", src.fset.Position(cc.Pos()), paths, ms)
 			return false
 		}
 		for _, m := range ms {
@@ -842,8 +872,8 @@ func schemaProperties(t *testing.T, c *contract, name string) []string {
 		t.Fatalf("no schema %s in the document", name)
 	}
 	var out []string
-	var walk func(s *base.Schema)
-	walk = func(s *base.Schema) {
+	var walk func(s *highbase.Schema)
+	walk = func(s *highbase.Schema) {
 		if s.Properties != nil {
 			for k := range s.Properties.KeysFromOldest() {
 				out = append(out, k)
