@@ -116,7 +116,7 @@ async def test_guard_tools_takes_plain_functions(env: Server, tmp_path: Path) ->
     (tool,) = guard_tools([bash], Client())
     assert isinstance(tool, TollgateTool) and tool.name == "bash"
     assert tool.schema["parameters"]["required"] == ["command"]
-    with pytest.raises(PermissionError, match="oap.blocked_pattern"):
+    with pytest.raises(PermissionError, match=r"oap\.blocked_pattern"):
         await tool.run_json(DANGEROUS, CancellationToken(), call_id="x")
     assert "git version" in await tool.run_json(REWRITTEN, CancellationToken())
     assert sandbox.ran == [{"command": REWRITTEN_TO["command"], "env": None}]

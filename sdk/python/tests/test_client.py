@@ -194,9 +194,9 @@ def test_fail_open_when_asked() -> None:
 
 
 def test_raise_when_fail_closed_is_none() -> None:
-    with Client(closed_port_url(), passport="coding-agent", fail_closed=None, retries=0) as c:
-        with pytest.raises(Unavailable) as e:
-            c.decide("bash", {"command": "ls"})
+    with Client(closed_port_url(), passport="coding-agent", fail_closed=None, retries=0) as c, \
+            pytest.raises(Unavailable) as e:
+        c.decide("bash", {"command": "ls"})
     assert e.value.status_code is None and "ConnectError" in e.value.message
 
 

@@ -20,8 +20,8 @@ from agenttools import REWRITTEN, REWRITTEN_TO, Sandbox
 from conftest import TESTDATA, Server
 from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
-from netutil import closed_port_url
 from lcagent import bash_tool, script, tool_messages
+from netutil import closed_port_url
 
 from tollgate.deerflow import TollgateProvider
 
@@ -88,8 +88,9 @@ def test_decisions_are_deerflows_types(env: Server, deerflow: ModuleType) -> Non
 
 def test_rewrite_changes_the_calls_own_arguments(env: Server) -> None:
     class Request:  # any object with DeerFlow's request attributes will do
-        tool_name = "bash"
-        tool_input = dict(REWRITTEN)
+        def __init__(self) -> None:
+            self.tool_name = "bash"
+            self.tool_input = dict(REWRITTEN)
 
     req = Request()
     d = TollgateProvider().evaluate(req)

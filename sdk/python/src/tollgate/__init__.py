@@ -1,10 +1,10 @@
 """Tollgate: ask a Tollgate decision endpoint whether an AI agent's tool call may run.
 
->>> import tollgate
->>> client = tollgate.Client()          # TOLLGATE_URL, TOLLGATE_PASSPORT, TOLLGATE_TOKEN_FILE
->>> d = client.decide("bash", {"command": "rm -rf /"})
->>> d.allow, d.code
-(False, 'oap.blocked_pattern')
+    import tollgate
+
+    client = tollgate.Client()  # from TOLLGATE_URL, TOLLGATE_PASSPORT, TOLLGATE_TOKEN_FILE
+    d = client.decide("bash", {"command": "rm -rf /"})
+    d.allow, d.code             # (False, "oap.blocked_pattern")
 
 Framework adapters live in submodules, each an optional extra: ``tollgate.langchain``
 (``pip install tollgate[langchain]``), ``tollgate.openai_agents``, ``tollgate.autogen`` and

@@ -228,7 +228,7 @@ class _Base:
 
     @staticmethod
     def _retry_delay(attempt: int, resp: httpx.Response | None) -> float:
-        delay = _BACKOFF * (2**attempt)
+        delay: float = _BACKOFF * (2**attempt)
         if resp is not None:
             try:
                 delay = max(delay, min(float(resp.headers.get("Retry-After", "0")), _MAX_RETRY_AFTER))

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 __all__ = [
     "HOOK_PRE_TOOL_CALL",
@@ -21,11 +21,11 @@ __all__ = [
     "Reason",
 ]
 
-HOOK_PRE_TOOL_CALL = "pre_tool_call"
+HOOK_PRE_TOOL_CALL: Final = "pre_tool_call"
 """Ask before a tool call runs (the default hook)."""
-HOOK_PRE_LLM_CALL = "pre_llm_call"
+HOOK_PRE_LLM_CALL: Final = "pre_llm_call"
 """Screen the conversation (its latest user message) before an LLM call."""
-HOOK_POST_LLM_CALL = "post_llm_call"
+HOOK_POST_LLM_CALL: Final = "post_llm_call"
 """Screen an LLM response (finish/stop reason and tool calls) before its tool calls run."""
 
 Hook = Literal["pre_tool_call", "pre_llm_call", "post_llm_call"]
@@ -409,7 +409,8 @@ def response_fields(response: Any) -> dict[str, Any]:
             # Anthropic tool_use blocks; AutoGen CreateResult content is a list of FunctionCall.
             for block in content:
                 kind = _get(block, "type")
-                if kind == "tool_use" or (kind is None and _get(block, "name") and _get(block, "arguments") is not None):
+                autogen_call = kind is None and _get(block, "name") and _get(block, "arguments") is not None
+                if kind == "tool_use" or autogen_call:
                     calls.append(block)
     if isinstance(finish, str) and finish:
         out["finish_reason"] = finish

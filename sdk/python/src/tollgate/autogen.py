@@ -156,6 +156,7 @@ def guard_tools(
         if not isinstance(t, BaseTool):
             if not callable(t):
                 raise TypeError(f"not a tool or a function: {t!r}")
-            t = FunctionTool(t, description=(getattr(t, "__doc__", None) or "").strip() or getattr(t, "__name__", "tool"))
+            doc = (getattr(t, "__doc__", None) or "").strip()
+            t = FunctionTool(t, description=doc or getattr(t, "__name__", "tool"))
         out.append(TollgateTool(t, guard))
     return out
