@@ -4,7 +4,8 @@
 # Does all its own setup: builds bin/tollgate, creates the virtual environment bin/venv-python,
 # installs the pinned dependencies from sdk/python/requirements-test.lock (hash-checked, every
 # transitive dependency listed) and the SDK itself (editable), then runs pytest. The environment is
-# reused while the lock file, pyproject.toml and the Python interpreter stay the same.
+# reused while the lock file and the Python interpreter stay the same (the SDK is reinstalled when
+# its pyproject.toml changes).
 #
 # Usage: hack/test-python.sh [pytest args...]     (PYTHON=python3.12 to pick the interpreter)
 set -euo pipefail
@@ -31,21 +32,26 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
 	exit 1
 fi
 
-# The environment is current when it was made by this interpreter from this lock and pyproject.
-want="$({ "$python" -c 'import sys; print(sys.executable, sys.version)'; cat "$lock" "$sdk/pyproject.toml"; } | sha256sum | cut -d' ' -f1)"
-if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+# The dependencies are current when this interpreter installed them from this lock; the SDK's
+# editable install when it was made from this pyproject.toml.
+deps="$({ "$python" -c 'import sys; print(sys.executable, sys.version)'; cat "$lock"; } | sha256sum | cut -d' ' -f1)"
+self="$(sha256sum "$sdk/pyproject.toml" | cut -d' ' -f1)"
+pip=("$venv/bin/python" -m pip --disable-pip-version-check --no-input --quiet)
+if [ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$deps" ]; then
 	echo "test-python: reusing $venv (lock unchanged)"
 else
 	echo "test-python: creating $venv from $(basename "$lock")"
 	start=$(date +%s)
 	rm -rf "$venv"
 	"$python" -m venv "$venv"
-	pip=("$venv/bin/python" -m pip --disable-pip-version-check --no-input --quiet)
 	"${pip[@]}" install --require-hashes --no-deps --only-binary :all: -r "$lock"
+	echo "$deps" >"$stamp"
+	echo "test-python: dependencies installed in $(($(date +%s) - start))s"
+fi
+if [ "$(cat "$stamp.sdk" 2>/dev/null)" != "$self" ]; then
 	"${pip[@]}" install --no-deps --no-build-isolation --editable "$sdk"
 	"$venv/bin/python" -m pip check
-	echo "$want" >"$stamp"
-	echo "test-python: environment ready in $(($(date +%s) - start))s"
+	echo "$self" >"$stamp.sdk"
 fi
 
 cd "$sdk"
