@@ -440,7 +440,7 @@ type activation struct {
 	inputCEL map[string]any // input with scalars pre-converted, built on first use
 	passport *cPassport
 	limits   map[string]any
-	call     map[string]any // the call variable, built on first use
+	call     *lazyMap // the call variable, built on first use
 	// guardScript is the guard's analysis of guardInput's command, reused by call.commands.
 	guardScript *shell.Script
 	guardInput  map[string]any
@@ -508,7 +508,7 @@ func (a *activation) ResolveName(name string) (any, bool) {
 			if a.guardScript != nil && sameMap(a.input, a.guardInput) {
 				script = a.guardScript
 			}
-			a.call = callValue(a.input, script)
+			a.call = &lazyMap{fields: &callVal{input: a.input, script: script}}
 		}
 		return a.call, true
 	case varRequest:

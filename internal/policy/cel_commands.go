@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
 
+	"github.com/tollgate-dev/tollgate/internal/policy/paths"
 	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
@@ -21,22 +22,106 @@ var commandFieldNames = []string{celKeyName, "program", "dynamic", "args", "flag
 func commandsValue(script *shell.Script) ref.Val {
 	vals := make([]ref.Val, len(script.Commands))
 	cvs := make([]commandVal, len(script.Commands))
+	maps := make([]lazyMap, len(script.Commands))
 	for i := range script.Commands {
 		cvs[i] = commandVal{c: &script.Commands[i]}
-		vals[i] = &cvs[i]
+		maps[i] = lazyMap{fields: &cvs[i]}
+		vals[i] = &maps[i]
 	}
 	return types.NewRefValList(types.DefaultTypeAdapter, vals)
 }
 
-// commandVal is one analysed command as a read-only CEL map (see commandFieldNames).
+// fieldSource is a read-only record whose fields are computed on demand.
+type fieldSource interface {
+	// field returns the CEL value of key, and whether the record has it.
+	field(key string) (ref.Val, bool)
+	// fieldNames lists the keys.
+	fieldNames() []string
+}
+
+// lazyMap is a fieldSource as a CEL map value: a field is computed only when an expression reads it.
+type lazyMap struct {
+	fields fieldSource
+}
+
+var (
+	_ traits.Mapper = (*lazyMap)(nil)
+	_ ref.Val       = (*lazyMap)(nil)
+)
+
+// native is the record as a plain CEL map (for conversions and equality).
+func (m *lazyMap) native() ref.Val {
+	names := m.fields.fieldNames()
+	out := make(map[ref.Val]ref.Val, len(names))
+	for _, k := range names {
+		f, _ := m.fields.field(k)
+		out[types.String(k)] = f
+	}
+	return types.NewRefValMap(types.DefaultTypeAdapter, out)
+}
+
+// Find implements traits.Mapper.
+func (m *lazyMap) Find(key ref.Val) (ref.Val, bool) {
+	k, ok := key.(types.String)
+	if !ok {
+		return nil, false
+	}
+	return m.fields.field(string(k))
+}
+
+// Get implements traits.Indexer.
+func (m *lazyMap) Get(key ref.Val) ref.Val {
+	if f, ok := m.Find(key); ok {
+		return f
+	}
+	return types.NewErr("no such key: %v", key)
+}
+
+// Contains implements traits.Container.
+func (m *lazyMap) Contains(key ref.Val) ref.Val {
+	_, ok := m.Find(key)
+	return types.Bool(ok)
+}
+
+// Iterator implements traits.Iterable (over the keys).
+func (m *lazyMap) Iterator() traits.Iterator {
+	return types.NewStringList(types.DefaultTypeAdapter, m.fields.fieldNames()).Iterator()
+}
+
+// Size implements traits.Sizer.
+func (m *lazyMap) Size() ref.Val { return types.Int(len(m.fields.fieldNames())) }
+
+// ConvertToNative implements ref.Val.
+func (m *lazyMap) ConvertToNative(typeDesc reflect.Type) (any, error) {
+	return m.native().ConvertToNative(typeDesc)
+}
+
+// ConvertToType implements ref.Val.
+func (m *lazyMap) ConvertToType(t ref.Type) ref.Val {
+	switch t {
+	case types.MapType:
+		return m
+	case types.TypeType:
+		return types.MapType
+	}
+	return types.NewErr("type conversion error from map to '%s'", t)
+}
+
+// Equal implements ref.Val.
+func (m *lazyMap) Equal(other ref.Val) ref.Val { return m.native().Equal(other) }
+
+// Type implements ref.Val.
+func (m *lazyMap) Type() ref.Type { return types.MapType }
+
+// Value implements ref.Val.
+func (m *lazyMap) Value() any { return m.native().Value() }
+
+// commandVal is one analysed command (see commandFieldNames).
 type commandVal struct {
 	c *shell.Command
 }
 
-var (
-	_ traits.Mapper = (*commandVal)(nil)
-	_ ref.Val       = (*commandVal)(nil)
-)
+func (v *commandVal) fieldNames() []string { return commandFieldNames }
 
 // field returns the CEL value of one key.
 func (v *commandVal) field(key string) (ref.Val, bool) {
@@ -81,68 +166,63 @@ func wordList(ws []shell.Word) ref.Val {
 	return types.NewStringList(types.DefaultTypeAdapter, out)
 }
 
-// native is the command as a plain Go map (for conversions and equality).
-func (v *commandVal) native() ref.Val {
-	m := make(map[ref.Val]ref.Val, len(commandFieldNames))
-	for _, k := range commandFieldNames {
-		f, _ := v.field(k)
-		m[types.String(k)] = f
-	}
-	return types.NewRefValMap(types.DefaultTypeAdapter, m)
+// callFieldNames are the keys of the CEL variable call.
+var callFieldNames = []string{"paths", "urls", "command", "commands"}
+
+// callVal is the CEL variable call: the canonical paths, the URLs and the command the call's
+// arguments carry, under whichever field names the agent framework used, and that command's
+// analysis (commands, as shell.commands returns it). Each field is computed when an expression first
+// reads it. script is the guard's analysis of the command when it has one for this input (nil:
+// analysed here when read).
+type callVal struct {
+	input    map[string]any
+	script   *shell.Script
+	computed [4]ref.Val // by index in callFieldNames
 }
 
-// Find implements traits.Mapper.
-func (v *commandVal) Find(key ref.Val) (ref.Val, bool) {
-	k, ok := key.(types.String)
-	if !ok {
+func (v *callVal) fieldNames() []string { return callFieldNames }
+
+func (v *callVal) field(key string) (ref.Val, bool) {
+	i := -1
+	for j, k := range callFieldNames {
+		if k == key {
+			i = j
+			break
+		}
+	}
+	if i < 0 {
 		return nil, false
 	}
-	return v.field(string(k))
-}
-
-// Get implements traits.Indexer.
-func (v *commandVal) Get(key ref.Val) ref.Val {
-	if f, ok := v.Find(key); ok {
-		return f
+	if v.computed[i] == nil {
+		v.computed[i] = v.compute(key)
 	}
-	return types.NewErr("no such key: %v", key)
+	return v.computed[i], true
 }
 
-// Contains implements traits.Container.
-func (v *commandVal) Contains(key ref.Val) ref.Val {
-	_, ok := v.Find(key)
-	return types.Bool(ok)
-}
-
-// Iterator implements traits.Iterable (over the keys).
-func (v *commandVal) Iterator() traits.Iterator {
-	return types.NewStringList(types.DefaultTypeAdapter, commandFieldNames).Iterator()
-}
-
-// Size implements traits.Sizer.
-func (v *commandVal) Size() ref.Val { return types.Int(len(commandFieldNames)) }
-
-// ConvertToNative implements ref.Val.
-func (v *commandVal) ConvertToNative(typeDesc reflect.Type) (any, error) {
-	return v.native().ConvertToNative(typeDesc)
-}
-
-// ConvertToType implements ref.Val.
-func (v *commandVal) ConvertToType(t ref.Type) ref.Val {
-	switch t {
-	case types.MapType:
-		return v
-	case types.TypeType:
-		return types.MapType
+func (v *callVal) compute(key string) ref.Val {
+	switch key {
+	case "paths":
+		var pbuf [8]string
+		raw, _ := stringValues(pbuf[:0], v.input, PathFields)
+		ps := make([]string, 0, len(raw))
+		for _, r := range raw {
+			if c, err := paths.Canonical(r); err == nil {
+				ps = append(ps, c)
+			}
+		}
+		return types.NewStringList(types.DefaultTypeAdapter, ps)
+	case "urls":
+		us, _ := stringValues(nil, v.input, URLFields)
+		return types.NewStringList(types.DefaultTypeAdapter, us)
+	case "command":
+		return types.String(commandText(v.input))
 	}
-	return types.NewErr("type conversion error from map to '%s'", t)
+	// commands
+	if v.script != nil {
+		return commandsValue(v.script)
+	}
+	if cmd := commandText(v.input); cmd != "" {
+		return celShellCommands(types.String(cmd))
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, nil)
 }
-
-// Equal implements ref.Val.
-func (v *commandVal) Equal(other ref.Val) ref.Val { return v.native().Equal(other) }
-
-// Type implements ref.Val.
-func (v *commandVal) Type() ref.Type { return types.MapType }
-
-// Value implements ref.Val.
-func (v *commandVal) Value() any { return v.native().Value() }

@@ -52,6 +52,10 @@ func TestCallCommands(t *testing.T) {
 		{"map inequality", "call.commands[0] != shell.commands('ls -l')[0]", "ls", true},
 		{"shell.commands of another string", "shell.commands('rm -r -f /')[0].flags == ['f', 'r']", "ls", true},
 		{"empty command", "call.commands.size() == 0", "", true},
+		{"call.command", "call.command == 'ls -l'", "ls -l", true},
+		{"call keys", "call.size() == 4 && call.exists(k, k == 'urls') && has(call.commands) && !has(call.nosuch)", "ls", true},
+		{"call.paths and urls of a shell call", "call.paths.size() == 0 && call.urls.size() == 0", "ls", true},
+		{"call as a map", "call == {'paths': [], 'urls': [], 'command': 'ls', 'commands': shell.commands('ls')}", "ls", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,5 +100,32 @@ func TestCallCommandsAfterModify(t *testing.T) {
 	d := snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": "ls -la"}})
 	if d.Decision != DecisionModify || d.ModifiedInput["command"] != "cat notes.txt" {
 		t.Fatalf("decision %s %v %v, want Modify to cat notes.txt (the second policy sees the rewritten command)", d.Decision, d.Reasons, d.ModifiedInput)
+	}
+}
+
+// TestCallPathsAndURLs checks call.paths (canonical, whatever the field is called) and call.urls.
+func TestCallPathsAndURLs(t *testing.T) {
+	b := sampleBundle()
+	b.Policies = []Policy{{Name: "p", Namespace: "agents", Generation: 1, Spec: PolicySpec{
+		PolicyID: "p.v1", DefaultAction: ActionAllow,
+		Rules: []Rule{
+			{Name: "paths", Tools: []string{"read_file"}, When: "call.paths == ['docs/README.md'] && call.command == ''",
+				Action: ActionDeny, Code: "oap.policy_denied"},
+			{Name: "urls", Tools: []string{"web_fetch"}, When: "call.urls == ['https://example.com/a'] && call.commands.size() == 0",
+				Action: ActionDeny, Code: "oap.policy_denied"},
+		},
+	}}}
+	snap, err := Compile(b, WithClock(fixedClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []Request{
+		{Passport: "dev", ToolName: "read_file", ToolInput: map[string]any{"file_path": "docs/./x/../README.md"}},
+		{Passport: "dev", ToolName: "web_fetch", ToolInput: map[string]any{"url": "https://example.com/a"}},
+	} {
+		d := snap.Decide(context.Background(), req)
+		if d.Decision != DecisionDeny || d.Reasons[0].Code != "oap.policy_denied" {
+			t.Errorf("%s %v: %s %v, want the rule to deny", req.ToolName, req.ToolInput, d.Decision, d.Reasons)
+		}
 	}
 }

@@ -77,38 +77,4 @@ func celShellCommands(v ref.Val) ref.Val {
 	return commandsValue(script)
 }
 
-func stringsAny(ss []string) []any {
-	out := make([]any, len(ss))
-	for i, s := range ss {
-		out[i] = s
-	}
-	return out
-}
 
-// callValue is the CEL variable call: the canonical paths, the URLs, the command the call's
-// arguments carry, under whichever field names the agent framework used, and that command's
-// analysis (commands, as shell.commands returns it). script is the guard's analysis of the command
-// when it has one for this input (nil: analysed here).
-func callValue(input map[string]any, script *shell.Script) map[string]any {
-	var pbuf [8]string
-	raw, _ := stringValues(pbuf[:0], input, PathFields)
-	ps := make([]any, 0, len(raw))
-	for _, r := range raw {
-		if c, err := paths.Canonical(r); err == nil {
-			ps = append(ps, c)
-		}
-	}
-	var ubuf [4]string
-	us, _ := stringValues(ubuf[:0], input, URLFields)
-	cmd := commandText(input)
-	var commands ref.Val
-	switch {
-	case script != nil:
-		commands = commandsValue(script)
-	case cmd == "":
-		commands = types.NewRefValList(types.DefaultTypeAdapter, nil)
-	default:
-		commands = celShellCommands(types.String(cmd))
-	}
-	return map[string]any{"paths": ps, "urls": stringsAny(us), "command": cmd, "commands": commands}
-}
