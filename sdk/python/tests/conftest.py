@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -10,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,6 +46,28 @@ class Server:
     def log(self) -> str:
         """What the server wrote to stderr so far."""
         return "".join(self.stderr)
+
+    def decision_record(self, decision_id: str, timeout: float = 5.0) -> dict[str, Any]:
+        """The decision log's record of one decision (the server runs with --decision-log, which
+        writes records to stderr within 100 ms)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for line in list(self.stderr):
+                if line.startswith("{") and f'"decision_id":"{decision_id}"' in line:
+                    return dict(json.loads(line))
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no decision log record for {decision_id}:\n{self.log()}")
+            time.sleep(0.05)
+
+    def records(self, **match: str) -> list[dict[str, Any]]:
+        """Every decision log record so far whose fields equal match."""
+        out = []
+        for line in list(self.stderr):
+            if line.startswith("{"):
+                rec = json.loads(line)
+                if all(rec.get(k) == v for k, v in match.items()):
+                    out.append(rec)
+        return out
 
 
 def start_server(*args: str) -> Server:
@@ -90,8 +114,8 @@ def stop_server(server: Server) -> None:
 
 @pytest.fixture(scope="session")
 def server() -> Iterator[Server]:
-    """``tollgate serve -f config/samples`` without authentication."""
-    s = start_server("-f", str(SAMPLES))
+    """``tollgate serve -f config/samples --decision-log`` without authentication."""
+    s = start_server("-f", str(SAMPLES), "--decision-log")
     yield s
     stop_server(s)
 

@@ -21,6 +21,8 @@ def test_allow(env: Server) -> None:
     assert d.decision_id and d.bundle_revision and d.bundle_revision.startswith("sha256:")
     assert d.passport_digest and d.passport_digest.startswith("sha256:")
     assert d.created_at and d.expires_in > 0 and not d.unavailable
+    rec = env.decision_record(d.decision_id)
+    assert (rec["passport"], rec["tool"], rec["thread_id"], rec["call_id"]) == ("coding-agent", "bash", "t-1", "c-1")
 
 
 def test_deny(env: Server) -> None:

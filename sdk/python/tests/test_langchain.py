@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from agenttools import BENIGN, Sandbox
-from conftest import Server
+from conftest import Server, wait_for
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage
 from lcagent import ScriptedChatModel, bash_tool, script, tool_messages
@@ -33,9 +33,12 @@ def test_create_agent(env: Server, tmp_path: Path) -> None:
     sandbox = Sandbox.make(tmp_path)
     agent = create_agent(script(), [bash_tool(sandbox)], middleware=[TollgateMiddleware()])
     result = agent.invoke({"messages": [{"role": "user", "content": "clean up"}]},
-                          {"configurable": {"thread_id": "t-1"}})
+                          {"configurable": {"thread_id": "lc-thread-1"}})
     sandbox.assert_outcome()
     assert_transcript(result)
+    # Each call was decided with the run's thread id and the model's call id.
+    wait_for(lambda: len(env.records(thread_id="lc-thread-1")) == 3)
+    assert sorted(r["call_id"] for r in env.records(thread_id="lc-thread-1")) == ["call_0", "call_1", "call_2"]
 
 
 async def test_create_agent_async(env: Server, tmp_path: Path) -> None:

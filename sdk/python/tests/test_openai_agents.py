@@ -50,8 +50,12 @@ async def test_guard_tools(env: Server, tmp_path: Path) -> None:
     assert result.final_output == "done"
     assert model.remaining_steps == 0
     # The guardrails' results are in the run result, with the decisions in output_info.
-    codes = [r.output.output_info["tollgate"]["code"] for r in result.tool_input_guardrail_results]
-    assert codes == ["oap.blocked_pattern", "oap.allowed", "oap.allowed"]
+    infos = [r.output.output_info["tollgate"] for r in result.tool_input_guardrail_results]
+    assert [i["decision"] for i in infos] == ["deny", "allow", "modify"]
+    assert infos[0]["code"] == "oap.blocked_pattern"
+    # Decided with the run's group id as the thread and the model's call ids.
+    recs = [env.decision_record(i["decision_id"]) for i in infos]
+    assert [(r["thread_id"], r["call_id"]) for r in recs] == [("thread-7", f"c{i}") for i in range(3)]
 
 
 def test_guard_tools_sync_run_with_a_sync_client(env: Server, tmp_path: Path) -> None:
