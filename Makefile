@@ -57,10 +57,21 @@ envtest: ## Build (once) the envtest kube-apiserver and etcd into bin/k8s.
 	@hack/envtest.sh "$(ENVTEST_DIR)" >/dev/null
 
 .PHONY: test
-test: ## Build the control plane if needed, then run every test (envtest suites included).
+test: test-go test-python test-typescript ## Every test: Go (envtest suites included), then the Python and TypeScript SDKs.
+
+.PHONY: test-go
+test-go: ## Build the control plane if needed, then run every Go test (envtest suites included).
 	@assets="$${KUBEBUILDER_ASSETS:-$$(hack/envtest.sh "$(ENVTEST_DIR)")}"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" hack/test.sh
+
+.PHONY: test-python
+test-python: ## The Python SDK and its adapters against a real tollgate serve (pinned venv in bin/).
+	hack/test-python.sh
+
+.PHONY: test-typescript
+test-typescript: ## The TypeScript SDK and its adapters against a real tollgate serve (npm ci from the lock).
+	hack/test-typescript.sh
 
 .PHONY: verify
 verify: manifests generate ## Fail when generated files drift from the types.
