@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ._client import AsyncClient, Client
@@ -64,17 +64,39 @@ class Guard:
         except TollgateError as e:
             return _error_decision(tool_name, e)
 
-    def screen_text(self, text: str, **kw: Any) -> Decision:
-        """Screens text the model is about to read (a tool's output) with the input guards."""
+    def screen_messages(self, messages: Sequence[Any], **kw: Any) -> Decision:
+        """Screens a conversation (its latest user message) with the input guards."""
         try:
-            return self.client.pre_llm_call([{"role": "user", "content": text}], **kw)
+            return self.client.pre_llm_call(messages, **kw)
         except TollgateError as e:
             return _error_decision("", e)
 
+    async def ascreen_messages(self, messages: Sequence[Any], **kw: Any) -> Decision:
+        """The asynchronous form of :meth:`screen_messages`."""
+        try:
+            return await self.async_client.pre_llm_call(messages, **kw)
+        except TollgateError as e:
+            return _error_decision("", e)
+
+    def screen_text(self, text: str, **kw: Any) -> Decision:
+        """Screens text the model is about to read (a tool's output) with the input guards."""
+        return self.screen_messages([{"role": "user", "content": text}], **kw)
+
     async def ascreen_text(self, text: str, **kw: Any) -> Decision:
         """The asynchronous form of :meth:`screen_text`."""
+        return await self.ascreen_messages([{"role": "user", "content": text}], **kw)
+
+    def screen_response(self, response: Any, **kw: Any) -> Decision:
+        """Screens an LLM response before its tool calls run."""
         try:
-            return await self.async_client.pre_llm_call([{"role": "user", "content": text}], **kw)
+            return self.client.post_llm_call(response, **kw)
+        except TollgateError as e:
+            return _error_decision("", e)
+
+    async def ascreen_response(self, response: Any, **kw: Any) -> Decision:
+        """The asynchronous form of :meth:`screen_response`."""
+        try:
+            return await self.async_client.post_llm_call(response, **kw)
         except TollgateError as e:
             return _error_decision("", e)
 

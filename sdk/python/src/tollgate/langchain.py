@@ -11,6 +11,11 @@ and message, and the agent loop goes on. A ``modify`` decision runs the tool wit
 arguments. For a LangGraph graph of your own (or ``create_react_agent``), hand the middleware's
 hooks to the ``ToolNode``: ``TollgateMiddleware().tool_node(tools)``.
 
+``TollgateModelMiddleware`` adds the LLM hooks: each new user message is screened before it reaches
+the model (``pre_llm_call``: prompt injection), and each model response with tool calls is screened
+before they run (``post_llm_call``: safety terminations). A denial ends the run with an
+``AIMessage`` that says why.
+
 Install with ``pip install tollgate[langchain]``.
 """
 
@@ -19,8 +24,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import ToolMessage
+from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.config import get_config
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
@@ -29,7 +35,7 @@ from ._client import AsyncClient, Client
 from ._guard import Guard, denial_message
 from ._models import Decision
 
-__all__ = ["TollgateMiddleware"]
+__all__ = ["TollgateMiddleware", "TollgateModelMiddleware"]
 
 _Result = ToolMessage | Command[Any]
 
@@ -76,6 +82,108 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         """A LangGraph ``ToolNode`` running ``tools`` behind this middleware, for graphs built by
         hand or with ``langgraph.prebuilt.create_react_agent``."""
         return ToolNode(tools, wrap_tool_call=self.wrap_tool_call, awrap_tool_call=self.awrap_tool_call, **kwargs)
+
+
+class TollgateModelMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """A LangChain agent middleware that screens what goes into and comes out of the model.
+
+    With ``screen_prompts`` (default), a conversation whose latest message is a new user message
+    is screened before the model call (``pre_llm_call``); with ``screen_responses`` (default), a
+    model response carrying tool calls is screened before the calls run (``post_llm_call``). A
+    denial ends the run with an ``AIMessage`` naming the OAP reason (for a response, it replaces
+    the response, so none of its tool calls runs). Use it beside :class:`TollgateMiddleware`.
+    """
+
+    def __init__(
+        self,
+        client: Client | AsyncClient | None = None,
+        *,
+        screen_prompts: bool = True,
+        screen_responses: bool = True,
+        **client_kwargs: Any,
+    ) -> None:
+        super().__init__()
+        self._guard = Guard(client, **client_kwargs)
+        self.screen_prompts = screen_prompts
+        """Screen new user messages before the model call."""
+        self.screen_responses = screen_responses
+        """Screen model responses with tool calls before the calls run."""
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Screens a new user message; a denial ends the run."""
+        messages = _new_user_turn(state) if self.screen_prompts else None
+        if messages is None:
+            return None
+        return _blocked_prompt(self._guard.screen_messages(messages, thread_id=_config_thread_id()))
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The asynchronous form of :meth:`before_model`."""
+        messages = _new_user_turn(state) if self.screen_prompts else None
+        if messages is None:
+            return None
+        return _blocked_prompt(await self._guard.ascreen_messages(messages, thread_id=_config_thread_id()))
+
+    @hook_config(can_jump_to=["end"])
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """Screens a response with tool calls; a denial replaces it and ends the run."""
+        last = _response_with_calls(state) if self.screen_responses else None
+        if last is None:
+            return None
+        return _blocked_response(last, self._guard.screen_response(last, thread_id=_config_thread_id()))
+
+    @hook_config(can_jump_to=["end"])
+    async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        """The asynchronous form of :meth:`after_model`."""
+        last = _response_with_calls(state) if self.screen_responses else None
+        if last is None:
+            return None
+        return _blocked_response(last, await self._guard.ascreen_response(last, thread_id=_config_thread_id()))
+
+
+def _messages(state: Any) -> list[Any]:
+    msgs = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    return list(msgs or [])
+
+
+def _new_user_turn(state: Any) -> list[Any] | None:
+    msgs = _messages(state)
+    return msgs if msgs and isinstance(msgs[-1], HumanMessage) else None
+
+
+def _response_with_calls(state: Any) -> AIMessage | None:
+    msgs = _messages(state)
+    last = msgs[-1] if msgs else None
+    return last if isinstance(last, AIMessage) and last.tool_calls else None
+
+
+def _config_thread_id() -> str | None:
+    try:
+        tid = (get_config().get("configurable") or {}).get("thread_id")
+    except RuntimeError:  # not inside a run
+        return None
+    return str(tid) if tid else None
+
+
+def _tollgate_info(d: Decision) -> dict[str, Any]:
+    return {"tollgate": {"decision": d.decision, "code": d.code, "policy_id": d.policy_id,
+                         "decision_id": d.decision_id}}
+
+
+def _blocked_prompt(d: Decision) -> dict[str, Any] | None:
+    if d.allow:
+        return None
+    text = f"Tollgate blocked this message before it reached the model: {d.explain()}"
+    return {"messages": [AIMessage(text, additional_kwargs=_tollgate_info(d))], "jump_to": "end"}
+
+
+def _blocked_response(last: AIMessage, d: Decision) -> dict[str, Any] | None:
+    if d.allow:
+        return None
+    text = f"Tollgate suppressed this response's tool calls: {d.explain()}"
+    # The same id replaces the response in the state, so its tool calls are gone.
+    return {"messages": [AIMessage(text, id=last.id, additional_kwargs=_tollgate_info(d))], "jump_to": "end"}
 
 
 def _call(request: ToolCallRequest) -> tuple[str, dict[str, Any], str | None]:
