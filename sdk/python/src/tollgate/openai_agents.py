@@ -13,6 +13,10 @@ wraps each tool's invoker to run a ``modify`` decision's rewritten arguments. A 
 only the bare input guardrail (:func:`tool_input_guardrail`) is never run with arguments Tollgate
 wanted changed: the model is told the rewritten arguments and asked to call again with them.
 
+:func:`agent_input_guardrail` is an agent input guardrail (``Agent(input_guardrails=[...])``) that
+screens the user's input before the agent's first model call (``pre_llm_call``); a denial
+(``oap.prompt_injection``) trips the wire, and the SDK raises ``InputGuardrailTripwireTriggered``.
+
 The decision API has no hook for tool results, so the output guardrail screens a tool's output
 with the input guards (``pre_llm_call``) as the text the model reads next, catching indirect
 prompt injection (``oap.prompt_injection``).
@@ -29,7 +33,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from agents import (
+    Agent,
     FunctionTool,
+    GuardrailFunctionOutput,
+    InputGuardrail,
+    RunContextWrapper,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
     ToolInputGuardrailData,
@@ -41,7 +49,13 @@ from ._client import AsyncClient, Client
 from ._guard import Guard, denial_message, parse_tool_arguments, retry_message
 from ._models import CODE_INVALID_REQUEST, Decision
 
-__all__ = ["TollgateGuardrails", "guard_tools", "tool_input_guardrail", "tool_output_guardrail"]
+__all__ = [
+    "TollgateGuardrails",
+    "agent_input_guardrail",
+    "guard_tools",
+    "tool_input_guardrail",
+    "tool_output_guardrail",
+]
 
 # Rewritten arguments waiting for their tool call to be invoked, per guarded tool. Bounded: an
 # entry whose invocation never comes (another guardrail rejected the call) is dropped eventually.
@@ -63,6 +77,9 @@ class TollgateGuardrails:
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             guardrail_function=self._check_output, name="tollgate_output")
         """A tool output guardrail that screens each result with the input guards."""
+        self.agent_input: InputGuardrail[Any] = InputGuardrail(
+            guardrail_function=self._check_agent_input, name="tollgate_input", run_in_parallel=False)
+        """An agent input guardrail that screens the user's input before the first model call."""
 
     def guard(self, tool: Any, *, screen_output: bool = False) -> Any:
         """A copy of ``tool`` behind Tollgate: the input guardrail is added, and a ``modify``
@@ -119,6 +136,17 @@ class TollgateGuardrails:
 
         return ToolInputGuardrail(guardrail_function=tollgate, name="tollgate")
 
+    async def _check_agent_input(self, ctx: RunContextWrapper[Any], agent: Agent[Any],
+                                 items: str | list[Any]) -> GuardrailFunctionOutput:
+        if isinstance(items, str):
+            messages: list[Any] = [{"role": "user", "content": items}]
+        else:
+            messages = [i for i in items if isinstance(i, dict) and i.get("role")]
+        if not messages:
+            return GuardrailFunctionOutput(output_info=None, tripwire_triggered=False)
+        decision = await self._guard.ascreen_messages(messages, thread_id=_thread_id(ctx))
+        return GuardrailFunctionOutput(output_info=_info(decision), tripwire_triggered=decision.denied)
+
     async def _check_output(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         output = data.output
         text = output if isinstance(output, str) else _text(output)
@@ -133,6 +161,11 @@ class TollgateGuardrails:
 def tool_input_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> ToolInputGuardrail[Any]:
     """A Tollgate tool input guardrail, to list in a function tool's ``tool_input_guardrails``."""
     return TollgateGuardrails(client, **client_kwargs).input
+
+
+def agent_input_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> InputGuardrail[Any]:
+    """A Tollgate agent input guardrail, to list in an agent's ``input_guardrails``."""
+    return TollgateGuardrails(client, **client_kwargs).agent_input
 
 
 def tool_output_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> ToolOutputGuardrail[Any]:
