@@ -9,7 +9,7 @@ import (
 // memoryLimitRatio is the share of the container's memory limit the Go runtime aims to stay
 // under (GOMEMLIMIT): the rest is headroom for memory the runtime does not account, so that a
 // busy endpoint collects garbage harder instead of being killed at the limit.
-const memoryLimitRatio = 0.9
+const memoryLimitRatio = 0.8
 
 // setMemoryLimit sets GOMEMLIMIT to memoryLimitRatio of the cgroup's memory limit, unless the
 // GOMEMLIMIT environment variable is set (it wins) or the process has no limit.

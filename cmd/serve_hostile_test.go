@@ -124,7 +124,7 @@ func hostileRequests() []struct {
 }
 
 // TestServeHostileLoadMemory runs tollgate serve as the decider runs under its 512Mi limit
-// (GOMEMLIMIT 90% of it, GOGC=400, one CPU) with the samples and an admissible policy that is costly to evaluate, sends it every
+// (GOMEMLIMIT 80% of it, GOGC=200 as config/decider ships it, one CPU) with the samples and an admissible policy that is costly to evaluate, sends it every
 // kind of hostile request from many connections at once, and checks that the process's resident
 // memory stays under the limit throughout (sampled from /proc), that every answer is a decision or
 // a 4xx within a bounded time, and that it still decides correctly afterwards.
@@ -148,7 +148,7 @@ func TestServeHostileLoadMemory(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tollgateBin, "serve", "-f", samples, "-f", hostileFile, "--addr", "127.0.0.1:0", "--watch=false")
-	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(hostileGoMemLimit), "GOGC=400", "GOMAXPROCS=1")
+	cmd.Env = append(os.Environ(), "GOMEMLIMIT="+strconv.Itoa(hostileGoMemLimit), "GOGC=200", "GOMAXPROCS=1")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

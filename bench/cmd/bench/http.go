@@ -86,7 +86,7 @@ func startServer(ctx context.Context, cfg config, dir string) (*server, error) {
 	s.cmd = exec.Command(cfg.tollgateBin, "serve", "-f", filepath.Join(cfg.root, "config", "samples"),
 		"--addr", addr, "--decision-log", "--watch=false", "--log-format", "json")
 	// The endpoint's runtime settings as config/decider ships them, on one core.
-	s.cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOGC=400", "GOMEMLIMIT=460MiB")
+	s.cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOGC=200", "GOMEMLIMIT=409MiB")
 	s.cmd.Stderr = logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // never outlive the benchmark
 	if err := s.cmd.Start(); err != nil {
@@ -230,7 +230,7 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 	default:
 	}
 	rows := httpRows(runs, cfg.runs)
-	notes := []string{fmt.Sprintf("Decider: `GOMAXPROCS=1 GOGC=400 GOMEMLIMIT=460MiB tollgate serve -f config/samples --decision-log` (authentication off, decision log to a file; GOGC as config/decider ships it, GOMEMLIMIT as the decider sets it for its 512Mi limit) as a child process, "+
+	notes := []string{fmt.Sprintf("Decider: `GOMAXPROCS=1 GOGC=200 GOMEMLIMIT=409MiB tollgate serve -f config/samples --decision-log` (authentication off, decision log to a file; GOGC as config/decider ships it, GOMEMLIMIT as the decider sets it for its 512Mi limit) as a child process, "+
 		"driven by internal/decider/loadgen from the bench process over loopback keep-alive connections: %d for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time, so the load generator's own timer lateness on a busy 2-core machine counts against the server; the `p99 from actual send` row leaves it out); %s per run after %s warm-up. "+
 		"Requests: a round-robin mix of %d (allow, Modify, blocked pattern, agent_id lookup, suspended passport); a batch carries 10 of them. "+
 		"CPU is the share of one core each process used (from /proc); per server CPU-second = decisions ÷ the server's CPU time (utime+stime), the rate one fully used core would give: "+
