@@ -56,7 +56,7 @@ func hostilePolicySpec(t *testing.T) policy.PolicySpec {
 		spec.Rules = append(spec.Rules, policy.Rule{Name: "r" + strconv.Itoa(i), Tools: []string{"bash", "t" + strconv.Itoa(i)},
 			When: strings.Join(parts, " || "), Action: policy.ActionDeny, Code: "oap.policy_denied"})
 	}
-	if fe := policy.CompilePolicy(spec); len(fe) > 0 {
+	if fe := policy.ValidatePolicy(spec); len(fe) > 0 {
 		t.Fatalf("the hostile policy is not admissible: %v", fe)
 	}
 	return spec

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -156,9 +157,9 @@ func (r *BundleReconciler) build(ns string, passports []guardrailsv1alpha1.Agent
 		p := &policies[i]
 		key := types.NamespacedName{Namespace: ns, Name: p.Name}
 		conv, err := convert.Policy(p)
-		var errs policy.FieldErrors
+		var errs field.ErrorList
 		if err != nil {
-			errs = policy.FieldErrors{{Path: "spec", Message: err.Error()}}
+			errs = field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
 		} else {
 			errs = r.compiles.compile(key, p.UID, p.Generation, conv.Spec)
 		}
@@ -196,7 +197,7 @@ func (r *BundleReconciler) conversions(ns string, passports []guardrailsv1alpha1
 			c.invalid = err.Error()
 		default:
 			c.passport = conv
-			if fe := policy.CompilePassport(conv.Spec); len(fe) > 0 {
+			if fe := policy.ValidatePassport(conv.Spec); len(fe) > 0 {
 				c.invalid = truncate("the passport is left out of the bundle, so its calls are denied: " + joinErrors(fe))
 			}
 		}

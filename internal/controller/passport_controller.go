@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,10 +50,10 @@ func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	facts := passportFacts{now: r.clock()}
 	conv, err := convert.Passport(p)
 	if err != nil {
-		facts.invalid = policy.FieldErrors{{Path: "spec", Message: err.Error()}}
+		facts.invalid = field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
 	} else {
 		facts.digest = policy.PassportDigest(conv)
-		facts.invalid = policy.CompilePassport(conv.Spec)
+		facts.invalid = policy.ValidatePassport(conv.Spec)
 	}
 	if ex, ok, rec, _ := r.registry.passport(p.Namespace, p.Name); ok {
 		facts.excluded = &ex

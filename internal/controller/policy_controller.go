@@ -10,13 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/convert"
-	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
 // PolicyReconciler keeps GuardrailPolicy status (Valid with every compile error, Ready,
@@ -54,7 +54,7 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	facts := policyFacts{now: r.clock()}
 	conv, err := convert.Policy(p)
 	if err != nil {
-		facts.errs = policy.FieldErrors{{Path: "spec", Message: err.Error()}}
+		facts.errs = field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
 	} else {
 		facts.errs = r.compiles.compile(req.NamespacedName, p.UID, p.Generation, conv.Spec)
 	}

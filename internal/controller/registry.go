@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -114,7 +115,7 @@ func (r *registry) forget(ns string) {
 type compileResult struct {
 	uid        types.UID
 	generation int64
-	errs       policy.FieldErrors
+	errs       field.ErrorList
 }
 
 // compileCache remembers the compile result of each policy's current generation, so the policy
@@ -129,14 +130,14 @@ func newCompileCache() *compileCache {
 }
 
 // compile returns the compile errors of spec for the policy key at uid/generation, compiling on a miss.
-func (c *compileCache) compile(key types.NamespacedName, uid types.UID, generation int64, spec policy.PolicySpec) policy.FieldErrors {
+func (c *compileCache) compile(key types.NamespacedName, uid types.UID, generation int64, spec policy.PolicySpec) field.ErrorList {
 	c.mu.Lock()
 	res, ok := c.results[key]
 	c.mu.Unlock()
 	if ok && res.uid == uid && res.generation == generation {
 		return res.errs
 	}
-	errs := policy.CompilePolicy(spec)
+	errs := policy.ValidatePolicy(spec)
 	c.mu.Lock()
 	c.results[key] = compileResult{uid: uid, generation: generation, errs: errs}
 	c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/policy"
@@ -22,7 +23,7 @@ type passportFacts struct {
 	// digest is policy.PassportDigest of the passport.
 	digest string
 	// invalid are the engine's validation errors of the spec.
-	invalid policy.FieldErrors
+	invalid field.ErrorList
 	// excluded is set when the bundle writer left the passport out of the bundle.
 	excluded *excludedPassport
 	// writeErr is the last bundle write error of the namespace ("" when the bundle is stored).
@@ -114,7 +115,7 @@ type policyFacts struct {
 	// now is the reconcile time.
 	now time.Time
 	// errs are the compile errors of the current generation.
-	errs policy.FieldErrors
+	errs field.ErrorList
 	// known is true once the bundle writer processed the namespace.
 	known bool
 	// enforced is the policy as stored in the bundle; nil when no generation is stored.
@@ -204,12 +205,8 @@ func cloneConditions(in []metav1.Condition) []metav1.Condition {
 	return out
 }
 
-func joinErrors(fe policy.FieldErrors) string {
-	parts := make([]string, len(fe))
-	for i, e := range fe {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "; ")
+func joinErrors(fe field.ErrorList) string {
+	return policy.JoinErrors(fe, "; ")
 }
 
 func truncate(s string) string {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/policy"
@@ -88,7 +89,7 @@ func TestPassportStatus(t *testing.T) {
 		{"revoked wins over expiry", passportAt(v1.PassportRevoked, -time.Hour), passportFacts{},
 			v1.PhaseRevoked, map[string]wantCond{v1.ConditionReady: {T, v1.ReasonRevoked}, v1.ConditionSuspended: {T, v1.ReasonRevoked}}, 0},
 		{"invalid is stalled", passportAt(v1.PassportActive, 0),
-			passportFacts{invalid: policy.FieldErrors{{Path: "spec.limits[system.command.execute]", Message: "must be an object"}}},
+			passportFacts{invalid: field.ErrorList{field.Invalid(field.NewPath("spec", "limits").Key("system.command.execute"), field.OmitValueType{}, "must be an object")}},
 			v1.PhaseActive, map[string]wantCond{v1.ConditionReady: {F, v1.ReasonInvalid}, v1.ConditionSuspended: {F, v1.ReasonActive}, v1.ConditionStalled: {T, v1.ReasonInvalid}}, 0},
 		{"duplicate agent id is stalled", passportAt(v1.PassportActive, 0),
 			passportFacts{excluded: &excludedPassport{reason: v1.ReasonDuplicateAgentID, message: "taken"}},
@@ -167,9 +168,9 @@ func TestPolicyStatus(t *testing.T) {
 	enforced := func(gen int64, rules int, selected int32) *enforcedPolicy {
 		return &enforcedPolicy{spec: policy.Policy{Generation: gen, Spec: policy.PolicySpec{Rules: make([]policy.Rule, rules)}}, selected: selected}
 	}
-	compileErrs := policy.FieldErrors{
-		{Path: "spec.rules[0].when", Message: "undeclared reference to 'inptu'"},
-		{Path: "spec.rateLimits[1].window", Message: "invalid duration"},
+	compileErrs := field.ErrorList{
+		field.Invalid(field.NewPath("spec", "rules").Index(0).Child("when"), field.OmitValueType{}, "undeclared reference to 'inptu'"),
+		field.Invalid(field.NewPath("spec", "rateLimits").Index(1).Child("window"), field.OmitValueType{}, "invalid duration"),
 	}
 	tests := []struct {
 		name       string
@@ -227,9 +228,9 @@ func TestPolicyStatus(t *testing.T) {
 }
 
 func TestPolicyStatusTruncatesHugeErrorLists(t *testing.T) {
-	var errs policy.FieldErrors
+	var errs field.ErrorList
 	for range 5000 {
-		errs = append(errs, policy.FieldError{Path: "spec.rules[0].when", Message: strings.Repeat("é", 10)})
+		errs = append(errs, field.Invalid(field.NewPath("spec", "rules").Index(0).Child("when"), field.OmitValueType{}, strings.Repeat("é", 10)))
 	}
 	p := &v1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Generation: 1}}
 	st := policyStatus(p, policyFacts{now: now, errs: errs})

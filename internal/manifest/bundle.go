@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/tollgate-dev/tollgate/internal/convert"
 	"github.com/tollgate-dev/tollgate/internal/policy"
@@ -133,8 +134,13 @@ func (s *Set) Compile(opts ...policy.Option) (map[string]*policy.Snapshot, error
 			if !errors.As(err, &ce) {
 				return nil, fmt.Errorf("namespace %s: %w", b.Namespace, err)
 			}
-			for _, fe := range ce.Errors {
-				problems = append(problems, s.locate(b.Namespace, fe))
+			for _, fe := range ce.Bundle {
+				problems = append(problems, Problem{Namespace: b.Namespace, Path: fe.Field, Message: policy.ErrorMessage(fe)})
+			}
+			for _, oe := range ce.Objects {
+				for _, fe := range oe.Errors {
+					problems = append(problems, s.locate(b.Namespace, oe, fe))
+				}
 			}
 			continue
 		}
@@ -146,36 +152,22 @@ func (s *Set) Compile(opts ...policy.Option) (map[string]*policy.Snapshot, error
 	return snaps, nil
 }
 
-// locate maps an engine field path (policies[name].spec… or passports[3].spec…) to the manifest.
-func (s *Set) locate(ns string, fe policy.FieldError) Problem {
-	p := Problem{Namespace: ns, Path: fe.Path, Message: fe.Message}
-	var kind string
-	rest := fe.Path
-	switch {
-	case strings.HasPrefix(rest, "policies["):
-		kind, rest = KindGuardrailPolicy, rest[len("policies["):]
-	case strings.HasPrefix(rest, "passports["):
-		kind, rest = KindAgentPassport, rest[len("passports["):]
-	default:
-		return p
+// locate finds the manifest of the bundle object oe names (the index-th policy or passport of
+// namespace ns, as Bundles ordered them) and places the problem fe there.
+func (s *Set) locate(ns string, oe policy.ObjectError, fe *field.Error) Problem {
+	kind := KindGuardrailPolicy
+	if oe.Kind == policy.KindPassport {
+		kind = KindAgentPassport
 	}
-	end := strings.IndexByte(rest, ']')
-	if end < 0 {
-		return p
-	}
-	ref, path := rest[:end], strings.TrimPrefix(rest[end+1:], ".")
-	idx, byIndex := -1, false
-	if n, err := strconv.Atoi(ref); err == nil {
-		idx, byIndex = n, true
-	}
+	p := Problem{Namespace: ns, Kind: kind, Name: oe.Name, Path: fe.Field, Message: policy.ErrorMessage(fe)}
 	i := 0
 	for _, o := range s.Objects {
 		if o.Namespace() != ns || o.Kind() != kind {
 			continue
 		}
-		if (byIndex && i == idx) || (!byIndex && o.Name() == ref) {
+		if i == oe.Index {
 			p.Source, p.File, p.Document, p.Line = o.Source, o.Source.File, o.Source.Document, o.Source.Line
-			p.Kind, p.Name, p.Path = kind, o.Name(), path
+			p.Name = o.Name()
 			return p
 		}
 		i++

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -72,46 +71,3 @@ const DefaultEvalDeadline = 50 * time.Millisecond
 // policy's failurePolicy decides (oap.evaluator_error when Closed), and input screening that cannot
 // finish denies with oap.prompt_injection. External evaluators have their own timeouts.
 func WithEvalDeadline(d time.Duration) Option { return func(o *options) { o.deadline = d } }
-
-// FieldError is one compile problem at a field path.
-type FieldError struct {
-	// Path is the field path, e.g. policies[shell-safety].spec.rules[2].when.
-	Path string `json:"path"`
-	// Message says what is wrong.
-	Message string `json:"message"`
-}
-
-// Error returns "path: message".
-func (e FieldError) Error() string { return e.Path + ": " + e.Message }
-
-// FieldErrors is a list of compile problems.
-type FieldErrors []FieldError
-
-// Error joins the problems one per line.
-func (fe FieldErrors) Error() string {
-	parts := make([]string, len(fe))
-	for i, e := range fe {
-		parts[i] = e.Error()
-	}
-	return strings.Join(parts, "\n")
-}
-
-// prefixed returns the errors with prefix prepended to each path.
-func (fe FieldErrors) prefixed(prefix string) FieldErrors {
-	out := make(FieldErrors, len(fe))
-	for i, e := range fe {
-		out[i] = FieldError{Path: prefix + e.Path, Message: e.Message}
-	}
-	return out
-}
-
-// CompileError is the error Compile returns: every problem of the bundle at once.
-type CompileError struct {
-	// Errors are the problems, in bundle order.
-	Errors FieldErrors
-}
-
-// Error summarises the problems.
-func (e *CompileError) Error() string {
-	return "compile bundle: " + e.Errors.Error()
-}

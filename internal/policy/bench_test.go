@@ -66,12 +66,12 @@ func BenchmarkCompileLarge(b *testing.B) {
 // BenchmarkCompilePolicy is what the admission webhook pays to validate one realistic policy.
 func BenchmarkCompilePolicy(b *testing.B) {
 	spec := policytest.Sample().Policies[0].Spec
-	if fe := policy.CompilePolicy(spec); len(fe) > 0 {
+	if fe := policy.ValidatePolicy(spec); len(fe) > 0 {
 		b.Fatal(fe)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if fe := policy.CompilePolicy(spec); len(fe) > 0 {
+		if fe := policy.ValidatePolicy(spec); len(fe) > 0 {
 			b.Fatal(fe)
 		}
 		policy.PolicyWarnings(spec)

@@ -106,7 +106,7 @@ func TestSamplesFitTheBudgets(t *testing.T) {
 		if err := yaml.Unmarshal(data, &obj); err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		if fe := CompilePolicy(obj.Spec); len(fe) > 0 {
+		if fe := ValidatePolicy(obj.Spec); len(fe) > 0 {
 			t.Errorf("%s: %v", filepath.Base(f), fe)
 		}
 	}

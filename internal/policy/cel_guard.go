@@ -76,5 +76,3 @@ func celShellCommands(v ref.Val) ref.Val {
 	}
 	return commandsValue(script)
 }
-
-

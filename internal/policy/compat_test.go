@@ -72,7 +72,7 @@ func TestCRDJSONCompat(t *testing.T) {
 	if err := json.Unmarshal(data, &pol); err != nil {
 		t.Fatalf("policy spec: %v", err)
 	}
-	if fe := CompilePolicy(pol); len(fe) != 0 {
+	if fe := ValidatePolicy(pol); len(fe) != 0 {
 		t.Fatalf("policy spec: %v", fe)
 	}
 	if pol.RateLimits[0].Window != "1m0s" || pol.ExternalEvaluator.TimeoutDuration().String() != "500ms" || pol.Rules[1].Modify.Remove[0] != "headers.authorization" {
@@ -86,7 +86,7 @@ func TestCRDJSONCompat(t *testing.T) {
 	if err := json.Unmarshal(data, &pp); err != nil {
 		t.Fatalf("passport spec: %v", err)
 	}
-	if fe := CompilePassport(pp); len(fe) != 0 {
+	if fe := ValidatePassport(pp); len(fe) != 0 {
 		t.Fatalf("passport spec: %v", fe)
 	}
 	if pp.ExpiresAt == nil || pp.ExpiresAt.Year() != 2027 || pp.Capabilities[0].Params["shell"] != "bash" {

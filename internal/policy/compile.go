@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // enforcement actions as integers.
@@ -101,18 +102,19 @@ type cPolicy struct {
 	defaultDenyM string
 }
 
-// CompilePolicy validates one policy spec; paths start with "spec.".
-func CompilePolicy(p PolicySpec) FieldErrors {
+// ValidatePolicy validates one policy spec as Compile would (its expressions and patterns compiled
+// against the per-policy budgets); paths start with "spec.".
+func ValidatePolicy(p PolicySpec) field.ErrorList {
 	cc, err := newCELCompiler()
 	if err != nil {
-		return FieldErrors{{Path: "spec", Message: err.Error()}}
+		return field.ErrorList{invalidField("spec", err.Error())}
 	}
 	_, fe := compilePolicy(cc, "", "", p)
 	return fe
 }
 
 // compilePolicy validates and compiles spec; errors have paths relative to the object ("spec.…").
-func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*cPolicy, FieldErrors) {
+func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*cPolicy, field.ErrorList) {
 	var e errs
 	cp := compileSettings(&e, namespace, name, spec)
 	cp.compileToolCaps(&e, spec)
@@ -185,7 +187,7 @@ func (cp *cPolicy) compileToolCaps(e *errs, spec PolicySpec) {
 		base := fmt.Sprintf("spec.toolCapabilities[%d]", i)
 		switch {
 		case tc.Tool == "":
-			e.add(base+".tool", "required")
+			e.required(base + ".tool")
 		case seenTool[tc.Tool]:
 			e.add(base+".tool", "duplicate tool %q", tc.Tool)
 		}
@@ -259,7 +261,7 @@ func (cp *cPolicy) compileRule(x *exprCompiler, base string, r Rule, seen map[st
 	case ActionModify:
 		cr.action = actModify
 	case "":
-		e.add(base+".action", "required")
+		e.required(base + ".action")
 	default:
 		e.enum(base+".action", r.Action, []string{ActionAllow, ActionDeny, ActionModify})
 	}
@@ -321,7 +323,7 @@ func (cp *cPolicy) compileRequires(x *exprCompiler, spec PolicySpec) {
 		validateTools(e, base+".tools", r.Tools, false)
 		prg := x.compile(base+".expression", r.Expression, true)
 		if r.Code == "" {
-			e.add(base+".code", "required")
+			e.required(base + ".code")
 		} else {
 			e.pattern(base+".code", r.Code, reReasonCode, 64)
 		}
@@ -611,9 +613,15 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	if o.limiter == nil {
 		o.limiter = NewRateLimiter(DefaultRateLimiterKeys)
 	}
-	var e errs
+	var bundleErrs errs
 	if b.Version != "" && b.Version != BundleVersion {
-		e.add("version", "unsupported bundle version %q: want %q", b.Version, BundleVersion)
+		bundleErrs.add("version", "unsupported bundle version %q: want %q", b.Version, BundleVersion)
+	}
+	var objErrs []ObjectError
+	report := func(kind, name string, i int, e errs) {
+		if len(e.list) > 0 {
+			objErrs = append(objErrs, ObjectError{Kind: kind, Name: name, Index: i, Errors: e.list})
+		}
 	}
 	cc, err := newCELCompiler()
 	if err != nil {
@@ -639,15 +647,16 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	policies := make([]*cPolicy, 0, len(b.Policies))
 	for i := range b.Policies {
 		p := &b.Policies[i]
-		base := objectPath("policies", p.Name, i)
+		var e errs
 		_, dup := s.ruleCount[p.Name]
-		checkObject(&e, base, "policy", p.Name, dup, p.Namespace, b.Namespace)
+		checkObject(&e, "policy", p.Name, dup, p.Namespace, b.Namespace)
 		ns := p.Namespace
 		if ns == "" {
 			ns = b.Namespace
 		}
 		cp, fe := compilePolicy(cc, ns, p.Name, p.Spec)
-		e.list = append(e.list, fe.prefixed(base+".")...)
+		e.list = append(e.list, fe...)
+		report(KindPolicy, p.Name, i, e)
 
 		if cp.evalSpec != nil && o.evaluators != nil {
 			cp.evaluator = o.evaluators(*cp.evalSpec)
@@ -668,19 +677,20 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	sets := map[string]*policySet{}
 	for i := range b.Passports {
 		p := &b.Passports[i]
-		base := objectPath("passports", p.Name, i)
+		var e errs
 		_, dup := s.passports[p.Name]
-		checkObject(&e, base, "passport", p.Name, dup, p.Namespace, b.Namespace)
+		checkObject(&e, "passport", p.Name, dup, p.Namespace, b.Namespace)
 		fe, limits := checkPassport(p.Spec)
-		e.list = append(e.list, fe.prefixed(base+".")...)
+		e.list = append(e.list, fe...)
 		cp := compilePassport(*p, limits)
 		if cp.agentID != "" {
 			if other, dup := s.byAgentID[cp.agentID]; dup {
-				e.add(base+".spec.agentID", "agent id %q is also used by passport %q", cp.agentID, other.src.Name)
+				e.add("spec.agentID", "%s", DuplicateAgentIDMessage(cp.agentID, other.src.Name))
 			} else {
 				s.byAgentID[cp.agentID] = cp
 			}
 		}
+		report(KindPassport, p.Name, i, e)
 		lk := labelKey(p.Labels)
 		set, ok := groups[lk]
 		if !ok {
@@ -695,8 +705,8 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 			s.passports[p.Name] = cp
 		}
 	}
-	if len(e.list) > 0 {
-		return nil, &CompileError{Errors: e.list}
+	if len(bundleErrs.list) > 0 || len(objErrs) > 0 {
+		return nil, &CompileError{Bundle: bundleErrs.list, Objects: objErrs}
 	}
 	return s, nil
 }
@@ -745,24 +755,23 @@ func labelKey(l map[string]string) string {
 	return sb.String()
 }
 
-// checkObject checks the name and namespace of a bundle's object at path base; duplicate says an
-// earlier object of the same kind has the name.
-func checkObject(e *errs, base, kind, name string, duplicate bool, namespace, bundleNamespace string) {
+// checkObject checks the name and namespace of a bundle's object; duplicate says an earlier object
+// of the same kind has the name.
+func checkObject(e *errs, kind, name string, duplicate bool, namespace, bundleNamespace string) {
 	if name == "" {
-		e.add(base+".name", "required")
+		e.required("name")
 	} else if duplicate {
-		e.add(base+".name", "duplicate %s name %q", kind, name)
+		e.add("name", "duplicate %s name %q", kind, name)
 	}
 	if namespace != "" && bundleNamespace != "" && namespace != bundleNamespace {
-		e.add(base+".namespace", "namespace %q differs from the bundle namespace %q", namespace, bundleNamespace)
+		e.add("namespace", "namespace %q differs from the bundle namespace %q", namespace, bundleNamespace)
 	}
 }
 
-func objectPath(kind, name string, i int) string {
-	if name == "" {
-		return fmt.Sprintf("%s[%d]", kind, i)
-	}
-	return kind + "[" + name + "]"
+// DuplicateAgentIDMessage says that a passport's effective agent id is already used by the
+// passport named owner (spec.agentID's problem).
+func DuplicateAgentIDMessage(agentID, owner string) string {
+	return fmt.Sprintf("agent id %q is also used by passport %q", agentID, owner)
 }
 
 func newIDPrefix() string {

@@ -34,7 +34,7 @@ func TestCompileErrorsGolden(t *testing.T) {
 			if !errors.As(err, &ce) {
 				t.Fatalf("want *CompileError, got %v", err)
 			}
-			got := ce.Errors.Error() + "\n"
+			got := JoinErrors(ce.Errors(), "\n") + "\n"
 			golden := strings.TrimSuffix(f, ".json") + ".golden"
 			if *update {
 				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
@@ -77,13 +77,13 @@ func TestCompilePolicyPaths(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fe := CompilePolicy(tc.spec)
-			if len(fe) != 1 || !strings.HasPrefix(fe[0].Error(), tc.want) {
+			fe := ValidatePolicy(tc.spec)
+			if len(fe) != 1 || !strings.HasPrefix(FormatError(fe[0]), tc.want) {
 				t.Fatalf("got %v, want one error starting %q", fe, tc.want)
 			}
 		})
 	}
-	if fe := CompilePolicy(sampleBundle().Policies[0].Spec); len(fe) != 0 {
+	if fe := ValidatePolicy(sampleBundle().Policies[0].Spec); len(fe) != 0 {
 		t.Errorf("valid policy: %v", fe)
 	}
 }
@@ -97,7 +97,7 @@ func TestCompileBundlePaths(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("got %v", err)
 	}
-	got := ce.Errors.Error()
+	got := JoinErrors(ce.Errors(), "\n")
 	for _, want := range []string{
 		"policies[shell-safety].spec.rules[2].when: undeclared reference to 'inptu'",
 		`passports[suspended].spec.status: unsupported value "sleeping"`,
@@ -122,14 +122,14 @@ func TestCompilePassport(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			fe := CompilePassport(tc.spec)
+			fe := ValidatePassport(tc.spec)
 			if tc.want == "" {
 				if len(fe) != 0 {
 					t.Fatalf("unexpected errors: %v", fe)
 				}
 				return
 			}
-			if len(fe) == 0 || !strings.HasPrefix(fe[0].Error(), tc.want) {
+			if len(fe) == 0 || !strings.HasPrefix(FormatError(fe[0]), tc.want) {
 				t.Fatalf("got %v, want %q", fe, tc.want)
 			}
 		})

@@ -143,7 +143,7 @@ func TestDeerFlowSafetyTerminationDetectors(t *testing.T) {
 		{ResponseGuards: &ResponseGuards{Detectors: []SafetyDetector{{Provider: "Bedrock"}}}},
 		{ResponseGuards: &ResponseGuards{Detectors: []SafetyDetector{{Provider: ProviderGemini}, {Provider: ProviderGemini}}}},
 	} {
-		if fe := CompilePolicy(spec); len(fe) != 1 || !strings.HasPrefix(fe[0].Path, "spec.responseGuards.") {
+		if fe := ValidatePolicy(spec); len(fe) != 1 || !strings.HasPrefix(fe[0].Field, "spec.responseGuards.") {
 			t.Errorf("%+v: got %v, want one error under spec.responseGuards", spec.ResponseGuards, fe)
 		}
 	}
@@ -195,7 +195,7 @@ func TestDeerFlowAllowlistDefaultReason(t *testing.T) {
 		{PolicySpec{DefaultAction: ActionDeny, DefaultReason: &DefaultReason{Code: "Tool Not Allowed"}}, "spec.defaultReason.code"},
 		{PolicySpec{DefaultAction: ActionDeny, DefaultReason: &DefaultReason{}}, "spec.defaultReason"},
 	} {
-		if fe := CompilePolicy(tc.spec); len(fe) != 1 || fe[0].Path != tc.path {
+		if fe := ValidatePolicy(tc.spec); len(fe) != 1 || fe[0].Field != tc.path {
 			t.Errorf("%+v: got %v, want one error at %s", tc.spec.DefaultReason, fe, tc.path)
 		}
 	}

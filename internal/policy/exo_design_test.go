@@ -155,9 +155,9 @@ func TestExoRiskAssessmentLevelAndType(t *testing.T) {
 		}
 	}
 	// A riskType becomes a reason code, so it must have a code's form.
-	fe := CompilePolicy(PolicySpec{InputGuards: &InputGuards{Patterns: []InputPattern{
+	fe := ValidatePolicy(PolicySpec{InputGuards: &InputGuards{Patterns: []InputPattern{
 		{Name: "p", Pattern: "x", RiskLevel: RiskHigh, RiskType: "PII Leak"}}}})
-	if len(fe) != 1 || fe[0].Path != "spec.inputGuards.patterns[0].riskType" {
+	if len(fe) != 1 || fe[0].Field != "spec.inputGuards.patterns[0].riskType" {
 		t.Errorf("riskType %q: got %v, want an error at spec.inputGuards.patterns[0].riskType", "PII Leak", fe)
 	}
 }
@@ -259,10 +259,10 @@ func TestExoGuardHooks(t *testing.T) {
 		})
 	}
 	// The hooks are validated.
-	fe := CompilePolicy(PolicySpec{InputGuards: &InputGuards{Hooks: []string{HookPostToolCall, "post_run", HookPostToolCall}}})
+	fe := ValidatePolicy(PolicySpec{InputGuards: &InputGuards{Hooks: []string{HookPostToolCall, "post_run", HookPostToolCall}}})
 	var paths []string
 	for _, e := range fe {
-		paths = append(paths, e.Path)
+		paths = append(paths, e.Field)
 	}
 	if want := []string{"spec.inputGuards.hooks[1]", "spec.inputGuards.hooks[2]"}; !slices.Equal(paths, want) {
 		t.Errorf("hooks errors %v, want at %v", fe, want)

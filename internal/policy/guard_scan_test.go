@@ -133,11 +133,11 @@ func TestInputPatternBounds(t *testing.T) {
 		{`(unclosed`, "invalid regular expression"},
 	}
 	for _, tt := range tests {
-		fe := CompilePolicy(PolicySpec{InputGuards: &InputGuards{Patterns: []InputPattern{{Name: "p", Pattern: tt.pattern, RiskLevel: RiskHigh}}}})
+		fe := ValidatePolicy(PolicySpec{InputGuards: &InputGuards{Patterns: []InputPattern{{Name: "p", Pattern: tt.pattern, RiskLevel: RiskHigh}}}})
 		switch {
 		case tt.msg == "" && len(fe) > 0:
 			t.Errorf("%q: %v", tt.pattern, fe)
-		case tt.msg != "" && (len(fe) != 1 || fe[0].Path != "spec.inputGuards.patterns[0].pattern" || !strings.Contains(fe[0].Message, tt.msg)):
+		case tt.msg != "" && (len(fe) != 1 || fe[0].Field != "spec.inputGuards.patterns[0].pattern" || !strings.Contains(ErrorMessage(fe[0]), tt.msg)):
 			t.Errorf("%q: %v, want spec.inputGuards.patterns[0].pattern: …%s…", tt.pattern, fe, tt.msg)
 		}
 	}
@@ -153,8 +153,8 @@ func TestPatternBudgets(t *testing.T) {
 		}
 		return g
 	}
-	fe := CompilePolicy(PolicySpec{InputGuards: pats(128, "")})
-	if len(fe) != 1 || !strings.Contains(fe[0].Message, "per-policy budget") {
+	fe := ValidatePolicy(PolicySpec{InputGuards: pats(128, "")})
+	if len(fe) != 1 || !strings.Contains(ErrorMessage(fe[0]), "per-policy budget") {
 		t.Fatalf("128 large patterns: %v", fe)
 	}
 	b := Bundle{Namespace: "agents"}
@@ -164,7 +164,7 @@ func TestPatternBudgets(t *testing.T) {
 	}
 	_, err := Compile(b)
 	ce, ok := err.(*CompileError)
-	if !ok || !strings.Contains(ce.Errors[0].Message, "the bundle's patterns") {
+	if !ok || !strings.Contains(ErrorMessage(ce.Errors()[0]), "the bundle's patterns") {
 		t.Fatalf("bundle of large patterns: %v", err)
 	}
 }

@@ -149,7 +149,7 @@ func (cp *cPolicy) compileResponseGuards(e *errs, pb *patternBudget, g *Response
 			def, ok := providerDetectors[d.Provider]
 			switch {
 			case d.Provider == "":
-				e.add(path+".provider", "required")
+				e.required(path + ".provider")
 				continue
 			case !ok:
 				e.enum(path+".provider", d.Provider, providers)
@@ -227,7 +227,7 @@ func compilePatterns(e *errs, pb *patternBudget, base string, pats []InputPatter
 	for i, p := range pats {
 		path := fmt.Sprintf("%s[%d]", base, i)
 		if p.Name == "" {
-			e.add(path+".name", "required")
+			e.required(path + ".name")
 		} else if seen[p.Name] {
 			e.add(path+".name", "duplicate name %q", p.Name)
 		}
@@ -236,7 +236,7 @@ func compilePatterns(e *errs, pb *patternBudget, base string, pats []InputPatter
 		lvl, ok := parseRiskLevel(p.RiskLevel)
 		if !ok {
 			if p.RiskLevel == "" {
-				e.add(path+".riskLevel", "required")
+				e.required(path + ".riskLevel")
 			} else {
 				e.enum(path+".riskLevel", p.RiskLevel, riskLevelNames[:])
 			}
@@ -260,7 +260,7 @@ func (pb *patternBudget) compile(e *errs, path, pattern string) *scanner {
 	cc := pb.cc
 	switch {
 	case pattern == "":
-		e.add(path, "required")
+		e.required(path)
 		return nil
 	case len(pattern) > 1024:
 		e.add(path, "must be at most 1024 characters")

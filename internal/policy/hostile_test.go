@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
 	"github.com/tollgate-dev/tollgate/internal/budget"
 )
 
@@ -119,12 +121,12 @@ func worstAdmissiblePolicy(tb testing.TB, tag string) PolicySpec {
 
 func TestHostileWorstAdmissiblePolicy(t *testing.T) {
 	spec := worstAdmissiblePolicy(t, "")
-	if fe := CompilePolicy(spec); len(fe) > 0 {
+	if fe := ValidatePolicy(spec); len(fe) > 0 {
 		t.Fatalf("the worst admissible policy does not compile: %v", fe)
 	}
 	c := budget.Check(t, "admitting the worst admissible policy", budget.Admission, func() {
 		PolicyWarnings(spec)
-		_ = CompilePolicy(spec)
+		_ = ValidatePolicy(spec)
 	})
 	t.Logf("worst admissible policy (256 rules, %d input patterns): %s", len(spec.InputGuards.Patterns), c)
 }
@@ -144,7 +146,7 @@ func TestHostileWarnings(t *testing.T) {
 	}
 	c := budget.Check(t, "warnings of a policy of 256 × 64 globs", budget.Admission, func() {
 		PolicyWarnings(spec)
-		_ = CompilePolicy(spec)
+		_ = ValidatePolicy(spec)
 	})
 	t.Logf("256 rules × 64 globs: %s", c)
 }
@@ -156,7 +158,7 @@ func BenchmarkCompileWorstPolicy(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		PolicyWarnings(spec)
-		if fe := CompilePolicy(spec); len(fe) > 0 {
+		if fe := ValidatePolicy(spec); len(fe) > 0 {
 			b.Fatal(fe)
 		}
 	}
@@ -225,16 +227,16 @@ func TestHostilePolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var fe FieldErrors
-			c := budget.Check(t, tt.name, budget.Admission, func() { fe = CompilePolicy(tt.spec) })
+			var fe field.ErrorList
+			c := budget.Check(t, tt.name, budget.Admission, func() { fe = ValidatePolicy(tt.spec) })
 			if len(fe) == 0 {
 				t.Fatal("compiled; want an error")
 			}
-			if fe[0].Path != tt.path || !strings.Contains(fe[0].Message, tt.msg) {
-				t.Fatalf("first error %q: %q; want %s: …%s…", fe[0].Path, fe[0].Message, tt.path, tt.msg)
+			if fe[0].Field != tt.path || !strings.Contains(ErrorMessage(fe[0]), tt.msg) {
+				t.Fatalf("first error %q: %q; want %s: …%s…", fe[0].Field, ErrorMessage(fe[0]), tt.path, tt.msg)
 			}
-			if len(fe[0].Message) > 2048 {
-				t.Errorf("message of %d bytes", len(fe[0].Message))
+			if len(ErrorMessage(fe[0])) > 2048 {
+				t.Errorf("message of %d bytes", len(ErrorMessage(fe[0])))
 			}
 			t.Logf("%s (%s)", fe[0], c)
 		})
@@ -272,11 +274,11 @@ func TestHostileBundles(t *testing.T) {
 	if !ok {
 		t.Fatalf("err = %v, want *CompileError", err)
 	}
-	first := ce.Errors[0]
-	if !strings.HasPrefix(first.Path, "policies[extra].spec.") || !strings.Contains(first.Message, "per-bundle budget") {
+	first := ce.Errors()[0]
+	if !strings.HasPrefix(first.Field, "policies[extra].spec.") || !strings.Contains(ErrorMessage(first), "per-bundle budget") {
 		t.Fatalf("first error %s", first)
 	}
-	t.Logf("%s (%s, %d errors)", first, c, len(ce.Errors))
+	t.Logf("%s (%s, %d errors)", first, c, len(ce.Errors()))
 }
 
 // Limits2s bounds compiling a whole bundle.

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // Field formats (the CRD's patterns, so the engine rejects what the API server would).
@@ -26,13 +28,6 @@ var (
 	passportStatus  = []string{StatusActive, StatusSuspended, StatusRevoked}
 )
 
-// errs accumulates field errors.
-type errs struct{ list FieldErrors }
-
-func (e *errs) add(path, format string, args ...any) {
-	e.list = append(e.list, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
-}
-
 func (e *errs) enum(path, val string, allowed []string) {
 	if val != "" && !slices.Contains(allowed, val) {
 		e.add(path, "unsupported value %q: must be one of %s", val, strings.Join(allowed, ", "))
@@ -49,21 +44,21 @@ func (e *errs) pattern(path, val string, re *regexp.Regexp, max int) {
 	}
 }
 
-// CompilePassport validates one passport spec; paths start with "spec.".
-func CompilePassport(p PassportSpec) FieldErrors {
+// ValidatePassport validates one passport spec; paths start with "spec.".
+func ValidatePassport(p PassportSpec) field.ErrorList {
 	fe, _ := checkPassport(p)
 	return fe
 }
 
 // checkPassport validates one passport spec and returns the limits it compiled on the way, so a
 // bundle compiles each passport's limits once.
-func checkPassport(p PassportSpec) (FieldErrors, passportLimits) {
+func checkPassport(p PassportSpec) (field.ErrorList, passportLimits) {
 	var e errs
 	if p.AgentID != "" {
 		e.pattern("spec.agentID", p.AgentID, reAgentID, 128)
 	}
 	if p.Owner.ID == "" {
-		e.add("spec.owner.id", "required")
+		e.required("spec.owner.id")
 	} else if len(p.Owner.ID) > 253 {
 		e.add("spec.owner.id", "must be at most 253 characters")
 	}
@@ -128,7 +123,7 @@ func validateTools(e *errs, path string, tools []string, required bool) {
 
 func validateName(e *errs, path, name string, seen map[string]bool) {
 	if name == "" {
-		e.add(path, "required")
+		e.required(path)
 		return
 	}
 	e.pattern(path, name, reRuleName, 63)
@@ -151,7 +146,7 @@ func parsePositiveDuration(s string) (time.Duration, error) {
 
 func validateURL(e *errs, path, raw string) {
 	if raw == "" {
-		e.add(path, "required")
+		e.required(path)
 		return
 	}
 	u, err := url.Parse(raw)

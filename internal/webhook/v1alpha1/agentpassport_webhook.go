@@ -94,7 +94,7 @@ func (v AgentPassportValidator) validate(oldP, p *guardrailsv1alpha1.AgentPasspo
 	if err != nil {
 		return nil, invalid(gk, p.Name, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())})
 	}
-	list := fieldErrors(policy.CompilePassport(ep.Spec))
+	list := policy.ValidatePassport(ep.Spec)
 	if oldP != nil && oldP.Spec.Status == guardrailsv1alpha1.PassportRevoked && p.Spec.Status != guardrailsv1alpha1.PassportRevoked {
 		list = append(list, field.Forbidden(field.NewPath("spec", "status"),
 			"a revoked passport cannot be reactivated or suspended; create a new passport"))

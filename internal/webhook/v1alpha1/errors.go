@@ -7,28 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-
-	"github.com/tollgate-dev/tollgate/internal/policy"
 )
-
-// fieldErrors converts the engine's field errors (paths such as spec.rules[2].when) into
-// apimachinery field errors, keeping the engine's paths verbatim.
-func fieldErrors(fes policy.FieldErrors) field.ErrorList {
-	list := make(field.ErrorList, 0, len(fes))
-	for _, fe := range fes {
-		if fe.Message == "required" {
-			list = append(list, &field.Error{Type: field.ErrorTypeRequired, Field: fe.Path})
-			continue
-		}
-		list = append(list, &field.Error{
-			Type:     field.ErrorTypeInvalid,
-			Field:    fe.Path,
-			BadValue: field.OmitValueType{},
-			Detail:   fe.Message,
-		})
-	}
-	return list
-}
 
 // invalid returns the 422 Invalid status error listing every problem of the named object, or nil
 // when list is empty.

@@ -119,5 +119,5 @@ func validatePolicy(p *guardrailsv1alpha1.GuardrailPolicy) (admission.Warnings, 
 		return nil, invalid(gk, p.Name, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())})
 	}
 	warnings := admission.Warnings(policy.PolicyWarnings(ep.Spec))
-	return warnings, invalid(gk, p.Name, fieldErrors(policy.CompilePolicy(ep.Spec)))
+	return warnings, invalid(gk, p.Name, policy.ValidatePolicy(ep.Spec))
 }
