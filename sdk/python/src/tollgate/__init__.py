@@ -15,6 +15,7 @@ from ._client import ENV_PASSPORT, ENV_TOKEN_FILE, ENV_URL, AsyncClient, Client
 from ._errors import RequestError, TollgateError, Unavailable
 from ._models import (
     HOOK_POST_LLM_CALL,
+    HOOK_POST_TOOL_CALL,
     HOOK_PRE_LLM_CALL,
     HOOK_PRE_TOOL_CALL,
     Decision,
@@ -33,6 +34,7 @@ __all__ = [
     "ENV_TOKEN_FILE",
     "ENV_URL",
     "HOOK_POST_LLM_CALL",
+    "HOOK_POST_TOOL_CALL",
     "HOOK_PRE_LLM_CALL",
     "HOOK_PRE_TOOL_CALL",
     "Hook",

@@ -18,6 +18,7 @@ from ._errors import RequestError, TollgateError, Unavailable
 from ._models import (
     CODE_EVALUATOR_ERROR,
     HOOK_POST_LLM_CALL,
+    HOOK_POST_TOOL_CALL,
     HOOK_PRE_LLM_CALL,
     HOOK_PRE_TOOL_CALL,
     Decision,
@@ -123,6 +124,8 @@ class _Base:
         finish_reason: str | None,
         stop_reason: str | None,
         tool_calls: Sequence[Any] | None,
+        content: str | Sequence[Any] | None,
+        tool_result: Any,
         is_subagent: bool,
         timestamp: datetime | str | None,
         passport: str | None,
@@ -132,6 +135,7 @@ class _Base:
             tool_name=tool_name, tool_input=tool_input, hook=hook, passport=passport, agent_id=agent_id,
             thread_id=thread_id, call_id=call_id, messages=messages, finish_reason=finish_reason,
             stop_reason=stop_reason, tool_calls=tool_calls, is_subagent=is_subagent, timestamp=timestamp,
+            content=content, tool_result=tool_result,
         )
         if response is not None:
             fields = response_fields(response)
@@ -139,6 +143,8 @@ class _Base:
             req.stop_reason = req.stop_reason or fields.get("stop_reason")
             if req.tool_calls is None and "tool_calls" in fields:
                 req.tool_calls = fields["tool_calls"]
+            if req.content is None and "content" in fields:
+                req.content = fields["content"]
         return req
 
     def _body(self, req: DecisionRequest | Mapping[str, Any], where: str = "") -> dict[str, Any]:
@@ -294,17 +300,21 @@ class Client(_Base):
         finish_reason: str | None = None,
         stop_reason: str | None = None,
         tool_calls: Sequence[Any] | None = None,
+        content: str | Sequence[Any] | None = None,
+        tool_result: Any = None,
         is_subagent: bool = False,
         timestamp: datetime | str | None = None,
         passport: str | None = None,
         agent_id: str | None = None,
     ) -> Decision:
-        """Asks whether a tool call may run (or, with ``hook``, screens a conversation or an LLM
-        ``response``). Returns the decision; a deny is a decision, not an error."""
+        """Asks whether a tool call may run (or, with ``hook``, screens a conversation, an LLM
+        ``response`` or ``content``, or a tool's ``tool_result``). Returns the decision; a deny is
+        a decision, not an error."""
         req = self._tool_request(tool_name, tool_input, hook=hook, thread_id=thread_id, call_id=call_id,
                                  messages=messages, response=response, finish_reason=finish_reason,
-                                 stop_reason=stop_reason, tool_calls=tool_calls, is_subagent=is_subagent,
-                                 timestamp=timestamp, passport=passport, agent_id=agent_id)
+                                 stop_reason=stop_reason, tool_calls=tool_calls, content=content,
+                                 tool_result=tool_result, is_subagent=is_subagent, timestamp=timestamp,
+                                 passport=passport, agent_id=agent_id)
         body = self._body(req)
         try:
             return self._decision(self._post("/v1/decide", body))
@@ -340,6 +350,7 @@ class Client(_Base):
         self,
         response: Any = None,
         *,
+        content: str | Sequence[Any] | None = None,
         finish_reason: str | None = None,
         stop_reason: str | None = None,
         tool_calls: Sequence[Any] | None = None,
@@ -348,11 +359,34 @@ class Client(_Base):
         passport: str | None = None,
         agent_id: str | None = None,
     ) -> Decision:
-        """Screens an LLM response before its tool calls run; a deny (``oap.response_blocked``)
-        means: run none of them. ``response`` may be a provider's response object or dict."""
-        return self.decide(hook=HOOK_POST_LLM_CALL, response=response, finish_reason=finish_reason,
+        """Screens an LLM response before its tool calls run and its text is shown; a deny means:
+        run none of its tool calls (``oap.response_blocked``) and do not show its text (an output
+        pattern's code, e.g. ``oap.secret_leak``). ``response`` may be a provider's response
+        object or dict, whose finish reason, tool calls and text are read unless given here;
+        ``content`` is the response's text (a string or content parts)."""
+        return self.decide(hook=HOOK_POST_LLM_CALL, response=response, content=content, finish_reason=finish_reason,
                            stop_reason=stop_reason, tool_calls=tool_calls, thread_id=thread_id,
                            is_subagent=is_subagent, passport=passport, agent_id=agent_id)
+
+    def post_tool_call(
+        self,
+        tool_name: str | None,
+        tool_result: Any,
+        *,
+        thread_id: str | None = None,
+        call_id: str | None = None,
+        is_subagent: bool = False,
+        passport: str | None = None,
+        agent_id: str | None = None,
+    ) -> Decision:
+        """Screens a tool's result with the input guards before it goes back to the model; a deny
+        (e.g. ``oap.prompt_injection``: a fetched page telling the model to ignore its
+        instructions) means: do not show the result to the model. ``tool_result`` is text or any
+        JSON value (pydantic models and dataclasses are converted); every string in it is
+        screened. ``None`` is no result, which the endpoint refuses (``RequestError``, field
+        ``tool_result``)."""
+        return self.decide(tool_name, hook=HOOK_POST_TOOL_CALL, tool_result=tool_result, thread_id=thread_id,
+                           call_id=call_id, is_subagent=is_subagent, passport=passport, agent_id=agent_id)
 
     def _post(self, path: str, body: Any) -> Any:
         content = self._encode(body)
@@ -444,6 +478,8 @@ class AsyncClient(_Base):
         finish_reason: str | None = None,
         stop_reason: str | None = None,
         tool_calls: Sequence[Any] | None = None,
+        content: str | Sequence[Any] | None = None,
+        tool_result: Any = None,
         is_subagent: bool = False,
         timestamp: datetime | str | None = None,
         passport: str | None = None,
@@ -452,8 +488,9 @@ class AsyncClient(_Base):
         """Asks whether a tool call may run; see :meth:`Client.decide`."""
         req = self._tool_request(tool_name, tool_input, hook=hook, thread_id=thread_id, call_id=call_id,
                                  messages=messages, response=response, finish_reason=finish_reason,
-                                 stop_reason=stop_reason, tool_calls=tool_calls, is_subagent=is_subagent,
-                                 timestamp=timestamp, passport=passport, agent_id=agent_id)
+                                 stop_reason=stop_reason, tool_calls=tool_calls, content=content,
+                                 tool_result=tool_result, is_subagent=is_subagent, timestamp=timestamp,
+                                 passport=passport, agent_id=agent_id)
         body = self._body(req)
         try:
             return self._decision(await self._post("/v1/decide", body))
@@ -488,6 +525,7 @@ class AsyncClient(_Base):
         self,
         response: Any = None,
         *,
+        content: str | Sequence[Any] | None = None,
         finish_reason: str | None = None,
         stop_reason: str | None = None,
         tool_calls: Sequence[Any] | None = None,
@@ -497,9 +535,24 @@ class AsyncClient(_Base):
         agent_id: str | None = None,
     ) -> Decision:
         """Screens an LLM response before its tool calls run; see :meth:`Client.post_llm_call`."""
-        return await self.decide(hook=HOOK_POST_LLM_CALL, response=response, finish_reason=finish_reason,
-                                 stop_reason=stop_reason, tool_calls=tool_calls, thread_id=thread_id,
-                                 is_subagent=is_subagent, passport=passport, agent_id=agent_id)
+        return await self.decide(hook=HOOK_POST_LLM_CALL, response=response, content=content,
+                                 finish_reason=finish_reason, stop_reason=stop_reason, tool_calls=tool_calls,
+                                 thread_id=thread_id, is_subagent=is_subagent, passport=passport, agent_id=agent_id)
+
+    async def post_tool_call(
+        self,
+        tool_name: str | None,
+        tool_result: Any,
+        *,
+        thread_id: str | None = None,
+        call_id: str | None = None,
+        is_subagent: bool = False,
+        passport: str | None = None,
+        agent_id: str | None = None,
+    ) -> Decision:
+        """Screens a tool's result before it goes back to the model; see :meth:`Client.post_tool_call`."""
+        return await self.decide(tool_name, hook=HOOK_POST_TOOL_CALL, tool_result=tool_result, thread_id=thread_id,
+                                 call_id=call_id, is_subagent=is_subagent, passport=passport, agent_id=agent_id)
 
     async def _post(self, path: str, body: Any) -> Any:
         content = self._encode(body)

@@ -10,7 +10,7 @@ from typing import Any
 
 from ._client import AsyncClient, Client
 from ._errors import RequestError, TollgateError
-from ._models import CODE_EVALUATOR_ERROR, CODE_INVALID_REQUEST, Decision
+from ._models import CODE_EVALUATOR_ERROR, CODE_INVALID_REQUEST, Decision, to_jsonable
 
 log = logging.getLogger("tollgate")
 
@@ -78,13 +78,20 @@ class Guard:
         except TollgateError as e:
             return _error_decision("", e)
 
-    def screen_text(self, text: str, **kw: Any) -> Decision:
-        """Screens text the model is about to read (a tool's output) with the input guards."""
-        return self.screen_messages([{"role": "user", "content": text}], **kw)
+    def screen_tool_result(self, tool_name: str, result: Any, **kw: Any) -> Decision:
+        """Screens a tool's result before the model reads it (``post_tool_call``: the input
+        guards look for indirect prompt injection); an error of the client becomes a deny."""
+        try:
+            return self.client.post_tool_call(tool_name, _result_value(result), **kw)
+        except TollgateError as e:
+            return _error_decision(tool_name, e, "result of tool")
 
-    async def ascreen_text(self, text: str, **kw: Any) -> Decision:
-        """The asynchronous form of :meth:`screen_text`."""
-        return await self.ascreen_messages([{"role": "user", "content": text}], **kw)
+    async def ascreen_tool_result(self, tool_name: str, result: Any, **kw: Any) -> Decision:
+        """The asynchronous form of :meth:`screen_tool_result`."""
+        try:
+            return await self.async_client.post_tool_call(tool_name, _result_value(result), **kw)
+        except TollgateError as e:
+            return _error_decision(tool_name, e, "result of tool")
 
     def screen_response(self, response: Any, **kw: Any) -> Decision:
         """Screens an LLM response before its tool calls run."""
@@ -125,8 +132,19 @@ def _settings(c: Client | AsyncClient) -> dict[str, Any]:
     }
 
 
-def _error_decision(tool_name: str, err: TollgateError) -> Decision:
-    what = f"tool call {tool_name!r}" if tool_name else "content"
+def _result_value(result: Any) -> Any:
+    """A tool's result as the endpoint reads it: JSON where it has a JSON form, else its text (a
+    result must never escape screening because it cannot be encoded). ``None`` is ``""``."""
+    if result is None:
+        return ""
+    try:
+        return to_jsonable(result)
+    except ValueError:
+        return str(result)
+
+
+def _error_decision(tool_name: str, err: TollgateError, kind: str = "tool call") -> Decision:
+    what = f"{kind} {tool_name!r}" if tool_name else "content"
     if isinstance(err, RequestError):
         log.error("tollgate: the endpoint refused the request for %s: %s", what, err)
         return Decision.local_deny(CODE_INVALID_REQUEST, f"Tollgate could not decide: {err}")

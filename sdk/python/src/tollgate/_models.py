@@ -15,6 +15,7 @@ __all__ = [
     "HOOK_PRE_TOOL_CALL",
     "HOOK_PRE_LLM_CALL",
     "HOOK_POST_LLM_CALL",
+    "HOOK_POST_TOOL_CALL",
     "Decision",
     "DecisionRequest",
     "Hook",
@@ -26,9 +27,13 @@ HOOK_PRE_TOOL_CALL: Final = "pre_tool_call"
 HOOK_PRE_LLM_CALL: Final = "pre_llm_call"
 """Screen the conversation (its latest user message) before an LLM call."""
 HOOK_POST_LLM_CALL: Final = "post_llm_call"
-"""Screen an LLM response (finish/stop reason and tool calls) before its tool calls run."""
+"""Screen an LLM response (finish/stop reason, tool calls and text) before its tool calls run and
+its text is shown."""
+HOOK_POST_TOOL_CALL: Final = "post_tool_call"
+"""Screen a tool's result with the input guards before it goes back to the model (indirect prompt
+injection)."""
 
-Hook = Literal["pre_tool_call", "pre_llm_call", "post_llm_call"]
+Hook = Literal["pre_tool_call", "pre_llm_call", "post_llm_call", "post_tool_call"]
 DecisionValue = Literal["allow", "deny", "modify"]
 
 CODE_ALLOWED = "oap.allowed"
@@ -63,8 +68,10 @@ class Decision:
     decision_id: str = ""
     """Identifies the decision in the endpoint's decision log ("" for a decision the client made)."""
     metadata: dict[str, Any] | None = None
-    """Dry-run results, warnings, risk assessment (``pre_llm_call``), suppressed tool calls
-    (``post_llm_call``)."""
+    """The endpoint's ``metadata`` as sent: ``dry_run`` and ``warnings`` (policy results),
+    ``risk_assessment`` (the guards' verdict on the screened text: the latest user message for
+    ``pre_llm_call``, the result for ``post_tool_call``, the response for ``post_llm_call``),
+    ``suppressed_tool_calls`` (``post_llm_call``) and ``modified_by`` (see :attr:`modified_by`)."""
     passport_digest: str | None = None
     """sha256 of the canonical passport the decision was made for."""
     bundle_revision: str | None = None
@@ -86,6 +93,15 @@ class Decision:
     def modified(self) -> bool:
         """True for a ``modify`` decision: run the call with ``modified_input``."""
         return self.decision == "modify"
+
+    @property
+    def modified_by(self) -> tuple[str, ...]:
+        """Every policy (``policy_id#rule``) that rewrote the input of a ``modify`` decision, in
+        the order they applied (``metadata["modified_by"]``; empty when none did)."""
+        items = (self.metadata or {}).get("modified_by")
+        if not isinstance(items, list):
+            return ()
+        return tuple(str(i) for i in items)
 
     @property
     def code(self) -> str:
@@ -160,11 +176,12 @@ class DecisionRequest:
     client fills in its passport when neither ``passport`` nor ``agent_id`` is set."""
 
     tool_name: str | None = None
-    """The tool being called (required for ``pre_tool_call``)."""
+    """The tool being called (required for ``pre_tool_call``), or the tool that produced
+    ``tool_result`` (``post_tool_call``)."""
     tool_input: Mapping[str, Any] | None = None
     """The tool's arguments."""
     hook: Hook = HOOK_PRE_TOOL_CALL
-    """``pre_tool_call`` (default), ``pre_llm_call`` or ``post_llm_call``."""
+    """``pre_tool_call`` (default), ``pre_llm_call``, ``post_llm_call`` or ``post_tool_call``."""
     passport: str | None = None
     """``namespace/name`` or ``name`` of the passport presented."""
     agent_id: str | None = None
@@ -187,6 +204,12 @@ class DecisionRequest:
     """When the agent made the call (visible to CEL as ``request``)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Further top-level fields, sent as they are."""
+    tool_result: Any = field(default=None, kw_only=True)
+    """The tool's result (``post_tool_call``, where it is required): text, or any JSON value (or
+    object :func:`to_jsonable` converts) whose strings are screened. ``None`` is absent."""
+    content: str | Sequence[Any] | None = field(default=None, kw_only=True)
+    """The LLM response's text (``post_llm_call``), screened by the output patterns: a string, or
+    content parts whose ``text`` is joined. ``None`` is absent."""
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object sent to the endpoint."""
@@ -207,6 +230,10 @@ class DecisionRequest:
                 body[key] = v
         if self.tool_calls is not None:
             body["tool_calls"] = normalize_tool_calls(self.tool_calls)
+        if self.content is not None:
+            body["content"] = _content_text(self.content)
+        if self.tool_result is not None:
+            body["tool_result"] = to_jsonable(self.tool_result)
         for key in ("thread_id", "call_id"):
             v = getattr(self, key)
             if v:
@@ -369,11 +396,30 @@ def normalize_tool_calls(tool_calls: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _text_parts(parts: Any, kinds: tuple[str | None, ...] = (None, "text")) -> str:
+    """The text of content parts whose ``type`` is one of kinds (plain strings count as text)."""
+    if isinstance(parts, str):
+        return parts
+    if not isinstance(parts, Sequence):
+        return ""
+    texts = []
+    for part in parts:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        text = _get(part, "text")
+        if isinstance(text, str) and text and _get(part, "type") in kinds and not _get(part, "thought"):
+            texts.append(text)
+    return "\n".join(texts)
+
+
 def response_fields(response: Any) -> dict[str, Any]:
-    """The ``post_llm_call`` fields (``finish_reason``, ``stop_reason``, ``tool_calls``) of an LLM
-    response: an OpenAI chat completion or Responses API response, an Anthropic message, a Gemini
-    ``GenerateContentResponse``, a LangChain ``AIMessage``, an AutoGen ``CreateResult``, or a dict
-    already in Tollgate's shape. Pydantic objects are read through ``model_dump()``."""
+    """The ``post_llm_call`` fields (``finish_reason``, ``stop_reason``, ``tool_calls`` and the
+    response text as ``content``) of an LLM response: an OpenAI chat completion or Responses API
+    response, an Anthropic message, a Gemini ``GenerateContentResponse``, a LangChain
+    ``AIMessage``, an AutoGen ``CreateResult``, or a dict already in Tollgate's shape. Pydantic
+    objects are read through ``model_dump()``. The text is the response's text parts (not its
+    reasoning or tool calls), joined by newlines."""
     data = _as_mapping(response)
     if data is None:
         data = {k: getattr(response, k) for k in ("finish_reason", "stop_reason", "tool_calls", "content",
@@ -381,20 +427,27 @@ def response_fields(response: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     finish = stop = None
     calls: list[Any] = []
+    text = ""
     if isinstance(data.get("choices"), Sequence) and data["choices"]:  # OpenAI chat completion
         choice = data["choices"][0]
         finish = _get(choice, "finish_reason")
-        calls = list(_get(_get(choice, "message") or {}, "tool_calls") or ())
+        message = _get(choice, "message") or {}
+        calls = list(_get(message, "tool_calls") or ())
+        text = _text_parts(_get(message, "content"))
     elif isinstance(data.get("candidates"), Sequence) and data["candidates"]:  # Gemini
         cand = data["candidates"][0]
         finish = _get(cand, "finish_reason") or _get(cand, "finishReason")
         finish = _get(finish, "name", finish)
         parts = _get(_get(cand, "content") or {}, "parts") or ()
         calls = [p for p in parts if (_get(p, "function_call") or _get(p, "functionCall"))]
+        text = _text_parts(parts)
     elif isinstance(data.get("output"), Sequence) and not isinstance(data.get("output"), str):
-        # OpenAI Responses API: function_call output items; an incomplete response's reason.
+        # OpenAI Responses API: function_call output items; an incomplete response's reason;
+        # the output_text parts of its message items.
         calls = [i for i in data["output"] if _get(i, "type") == "function_call"]
         finish = _get(data.get("incomplete_details") or {}, "reason")
+        text = "\n".join(t for t in (_text_parts(_get(i, "content"), ("output_text",)) for i in data["output"]
+                                      if _get(i, "type") == "message") if t)
     else:
         finish = data.get("finish_reason")
         stop = data.get("stop_reason")
@@ -412,10 +465,15 @@ def response_fields(response: Any) -> dict[str, Any]:
                 autogen_call = kind is None and _get(block, "name") and _get(block, "arguments") is not None
                 if kind == "tool_use" or autogen_call:
                     calls.append(block)
+            text = _text_parts(content, ("text",))  # Anthropic and LangChain text blocks
+        elif isinstance(content, str):
+            text = content
     if isinstance(finish, str) and finish:
         out["finish_reason"] = finish
     if isinstance(stop, str) and stop:
         out["stop_reason"] = stop
     if calls:
         out["tool_calls"] = normalize_tool_calls(calls)
+    if text:
+        out["content"] = text
     return out

@@ -17,9 +17,10 @@ wanted changed: the model is told the rewritten arguments and asked to call agai
 screens the user's input before the agent's first model call (``pre_llm_call``); a denial
 (``oap.prompt_injection``) trips the wire, and the SDK raises ``InputGuardrailTripwireTriggered``.
 
-The decision API has no hook for tool results, so the output guardrail screens a tool's output
-with the input guards (``pre_llm_call``) as the text the model reads next, catching indirect
-prompt injection (``oap.prompt_injection``).
+The tool output guardrail (:func:`tool_output_guardrail`, or ``guard_tools(..., screen_output=True)``)
+screens each tool's result before the model reads it (``post_tool_call``, with the tool's name and
+call id): a result carrying indirect prompt injection (``oap.prompt_injection``) is withheld, and
+the model reads why instead.
 
 Install with ``pip install tollgate[openai-agents]``.
 """
@@ -76,7 +77,8 @@ class TollgateGuardrails:
         and tells the model the rewritten arguments (use :meth:`guard` to run them in place)."""
         self.output: ToolOutputGuardrail[Any] = ToolOutputGuardrail(
             guardrail_function=self._check_output, name="tollgate_output")
-        """A tool output guardrail that screens each result with the input guards."""
+        """A tool output guardrail that screens each result (``post_tool_call``) before the model
+        reads it."""
         self.agent_input: InputGuardrail[Any] = InputGuardrail(
             guardrail_function=self._check_agent_input, name="tollgate_input", run_in_parallel=False)
         """An agent input guardrail that screens the user's input before the first model call."""
@@ -148,12 +150,12 @@ class TollgateGuardrails:
         return GuardrailFunctionOutput(output_info=_info(decision), tripwire_triggered=decision.denied)
 
     async def _check_output(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
-        output = data.output
-        text = output if isinstance(output, str) else _text(output)
-        decision = await self._guard.ascreen_text(text, thread_id=_thread_id(data.context))
+        ctx = data.context
+        decision = await self._guard.ascreen_tool_result(ctx.tool_name, data.output, call_id=ctx.tool_call_id,
+                                                         thread_id=_thread_id(ctx))
         if decision.denied:
             return ToolGuardrailFunctionOutput.reject_content(
-                f"Tollgate withheld the output of tool {data.context.tool_name!r}: {decision.explain()}",
+                f"Tollgate withheld the output of tool {ctx.tool_name!r}: {decision.explain()}",
                 output_info=_info(decision))
         return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))
 
@@ -179,21 +181,10 @@ def guard_tools(tools: Iterable[Any], client: Client | AsyncClient | None = None
     return TollgateGuardrails(client, **client_kwargs).guard_all(tools, screen_output=screen_output)
 
 
-
-
 def _thread_id(ctx: Any) -> str | None:
     run_config = getattr(ctx, "run_config", None)
     group = getattr(run_config, "group_id", None)
     return str(group) if group else None
-
-
-def _text(output: Any) -> str:
-    if isinstance(output, (dict, list)):
-        try:
-            return json.dumps(output, ensure_ascii=False)
-        except (TypeError, ValueError):
-            pass
-    return str(output)
 
 
 def _info(d: Decision) -> dict[str, Any]:
