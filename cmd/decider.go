@@ -4,121 +4,163 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tollgate-dev/tollgate/internal/decider"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
-// runDecider serves decisions over HTTP from the bundle ConfigMaps of the operator namespace.
-func runDecider(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("decider", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		addr          = fs.String("bind-address", ":8080", "address of the decision API (and /healthz, /readyz, /metrics)")
-		bundleNS      = fs.String("bundle-namespace", os.Getenv("POD_NAMESPACE"), "namespace holding the bundle ConfigMaps (the operator's namespace; default $POD_NAMESPACE)")
-		kubeconfig    = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG)")
-		authn         = fs.Bool("authentication", true, "require a ServiceAccount bearer token (TokenReview) and check passports' subjects; turn off only for local use")
-		audience      = fs.String("token-audience", decider.DefaultAudience, "audience callers' tokens must carry")
-		tokenTTL      = fs.Duration("token-cache-ttl", 2*time.Minute, "how long a successful TokenReview is cached")
-		tokenCache    = fs.Int("token-cache-size", 4096, "maximum number of cached TokenReview results")
-		defaultNS     = fs.String("default-namespace", "", "namespace of bare passport names (default: a bare name must be unique)")
-		decisionLog   = fs.Bool("decision-log", true, "write one JSON line per decision to stdout")
-		logInput      = fs.Bool("decision-log-include-input", false, "include tool arguments and rewritten arguments in the decision log (off: no argument value is logged)")
-		logToolInput  = fs.Bool("decision-log-tool-input", false, "deprecated: same as --decision-log-include-input")
-		logBuffer     = fs.Int("decision-log-buffer", decider.DefaultLogBuffer, "decision-log buffer in records (records beyond it are dropped and counted)")
-		maxBody       = fs.Int64("max-body-bytes", decider.DefaultMaxBodyBytes, "maximum request body size")
-		maxBatch      = fs.Int("max-batch", decider.DefaultMaxBatch, "maximum requests per batch")
-		shutdown      = fs.Duration("shutdown-timeout", decider.DefaultShutdownTimeout, "how long to drain in-flight requests on shutdown")
-		decisionTTL   = fs.Duration("decision-ttl", policy.DefaultDecisionTTL, "expires_in of decisions")
-		rlKeys        = fs.Int("rate-limiter-keys", policy.DefaultRateLimiterKeys, "maximum number of rate-limit counters")
-		evalFailures  = fs.Int("evaluator-failure-threshold", 5, "consecutive failures that open an external evaluator's circuit")
-		evalOpenFor   = fs.Duration("evaluator-open-for", 10*time.Second, "how long an open circuit fails calls before a trial call")
-		logJSON       = fs.Bool("log-json", true, "operational logs as JSON on stderr")
-		readTimeout   = fs.Duration("read-timeout", decider.DefaultReadTimeout, "HTTP read timeout")
-		writeTimeout  = fs.Duration("write-timeout", decider.DefaultWriteTimeout, "HTTP write timeout")
-		idleTimeout   = fs.Duration("idle-timeout", decider.DefaultIdleTimeout, "HTTP keep-alive idle timeout")
-		headerTimeout = fs.Duration("read-header-timeout", decider.DefaultReadHeaderTimeout, "HTTP read-header timeout")
-	)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return deciderFlagError{err}
+// deciderCommand serves decisions over HTTP from the bundle ConfigMaps of the operator namespace.
+type deciderCommand struct {
+	listen           listenOptions
+	bundleNamespace  string
+	kube             kubeOptions
+	authentication   bool
+	tokenReview      tokenReviewOptions
+	defaultNamespace string
+	decisionLog      decisionLogOptions
+	log              logOptions
+	engine           engineOptions
+	http             httpOptions
+}
+
+func newDeciderCommand() command {
+	return &deciderCommand{
+		listen:          listenOptions{addr: ":8080"},
+		bundleNamespace: os.Getenv("POD_NAMESPACE"),
+		authentication:  true,
+		tokenReview:     newTokenReviewOptions(),
+		decisionLog:     decisionLogOptions{enabled: true, buffer: decider.DefaultLogBuffer},
+		log:             logOptions{format: logFormatJSON},
+		engine: engineOptions{
+			decisionTTL: policy.DefaultDecisionTTL, rateLimiterKeys: policy.DefaultRateLimiterKeys,
+			evaluatorFailures: 5, evaluatorOpenFor: 10 * time.Second,
+		},
+		http: httpOptions{
+			maxBody: decider.DefaultMaxBodyBytes, maxBatch: decider.DefaultMaxBatch,
+			shutdown: decider.DefaultShutdownTimeout, read: decider.DefaultReadTimeout, write: decider.DefaultWriteTimeout,
+			idle: decider.DefaultIdleTimeout, readHeader: decider.DefaultReadHeaderTimeout,
+		},
 	}
-	if fs.NArg() > 0 {
-		return deciderFlagError{fmt.Errorf("unexpected arguments %v", fs.Args())}
+}
+
+// BindFlags registers the decider's flags.
+func (c *deciderCommand) BindFlags(fs *flag.FlagSet) {
+	c.listen.BindFlags(fs)
+	fs.StringVar(&c.bundleNamespace, "bundle-namespace", c.bundleNamespace,
+		"namespace holding the bundle ConfigMaps (the operator's namespace; default $POD_NAMESPACE)")
+	c.kube.BindFlags(fs, kubeconfigUsage)
+	fs.BoolVar(&c.authentication, "authentication", c.authentication,
+		"require a ServiceAccount bearer token (TokenReview) and check passports' subjects; turn off only for local use")
+	c.tokenReview.BindFlags(fs)
+	bindDefaultNamespace(fs, &c.defaultNamespace, "a bare name must be unique")
+	c.decisionLog.BindFlags(fs, "stdout")
+	c.log.BindFlags(fs)
+	c.log.bindLogJSON(fs)
+	c.engine.BindFlags(fs)
+	c.http.BindFlags(fs)
+}
+
+// Run serves decisions until ctx ends or the bundle watch fails.
+func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected arguments %v", args)
 	}
-	if *bundleNS == "" {
-		return deciderFlagError{errors.New("--bundle-namespace is required (or set POD_NAMESPACE)")}
+	if c.bundleNamespace == "" {
+		return usageError("--bundle-namespace is required (or set POD_NAMESPACE)")
 	}
-	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
-	if *logJSON {
-		handler = slog.NewJSONHandler(stderr, nil)
-	}
-	log := slog.New(handler)
+	log := c.log.logger(cio.stderr)
 	setMemoryLimit(log)
-
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cs, err := c.kube.clientset("tollgate-decider")
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
-	cfg.UserAgent = "tollgate-decider"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building Kubernetes client: %w", err)
-	}
+	store := c.engine.newStore()
+	srv := decider.NewServer(store, c.serverOptions(cs, log, cio))
+	return c.serve(ctx, srv, cs, store, log)
+}
 
-	store := decider.NewStore(
-		decider.WithStoreRateLimiter(policy.NewRateLimiter(*rlKeys)),
-		decider.WithEvaluatorPool(decider.NewEvaluatorPool(decider.EvaluatorConfig{
-			FailureThreshold: *evalFailures, OpenFor: *evalOpenFor,
-		})),
-		decider.WithCompileOptions(policy.WithDecisionTTL(*decisionTTL)),
-	)
-	opts := decider.Options{
-		DefaultNamespace: *defaultNS, MaxBodyBytes: *maxBody, MaxBatch: *maxBatch, Logger: log,
-		ReadTimeout: *readTimeout, WriteTimeout: *writeTimeout, IdleTimeout: *idleTimeout,
-		ReadHeaderTimeout: *headerTimeout, ShutdownTimeout: *shutdown,
-	}
-	if *authn {
-		opts.Authenticator = decider.NewTokenReviewAuthenticator(cs, decider.TokenReviewConfig{
-			Audience: *audience, TTL: *tokenTTL, CacheSize: *tokenCache,
-		})
+// serverOptions are the decision server's options: limits, authentication, decision log.
+func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger, cio *cmdIO) decider.Options {
+	opts := decider.Options{DefaultNamespace: c.defaultNamespace, Logger: log}
+	c.http.apply(&opts)
+	if c.authentication {
+		opts.Authenticator = c.tokenReview.authenticator(cs)
 	} else {
 		log.Warn("authentication is off: any caller may present any passport")
 	}
-	if *decisionLog {
-		opts.DecisionLog = decider.NewDecisionLog(stdout, *logBuffer, *logInput || *logToolInput)
-	}
-	srv := decider.NewServer(store, opts)
+	opts.DecisionLog = c.decisionLog.open(cio.stdout)
+	return opts
+}
 
+// serve runs the HTTP server and the bundle watch together: either ending stops the other.
+func (c *deciderCommand) serve(ctx context.Context, srv *decider.Server, cs kubernetes.Interface, store *decider.Store, log *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- decider.WatchBundlesWithLogger(ctx, cs, *bundleNS, store, log)
+		watchErr <- decider.WatchBundlesWithLogger(ctx, cs, c.bundleNamespace, store, log)
 		cancel()
 	}()
-	serveErr := srv.ListenAndServe(ctx, *addr)
+	serveErr := srv.ListenAndServe(ctx, c.listen.addr)
 	cancel()
 	return errors.Join(serveErr, <-watchErr)
 }
 
-// deciderFlagError is a command-line mistake (exit status 2).
-type deciderFlagError struct{ err error }
+// engineOptions configure how the decider compiles and evaluates bundles.
+type engineOptions struct {
+	decisionTTL       time.Duration
+	rateLimiterKeys   int
+	evaluatorFailures int
+	evaluatorOpenFor  time.Duration
+}
 
-func (e deciderFlagError) Error() string { return e.err.Error() }
-func (e deciderFlagError) Unwrap() error { return e.err }
+// BindFlags registers --decision-ttl, --rate-limiter-keys and the external evaluators' circuit flags.
+func (o *engineOptions) BindFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&o.decisionTTL, "decision-ttl", o.decisionTTL, "expires_in of decisions")
+	fs.IntVar(&o.rateLimiterKeys, "rate-limiter-keys", o.rateLimiterKeys, "maximum number of rate-limit counters")
+	fs.IntVar(&o.evaluatorFailures, "evaluator-failure-threshold", o.evaluatorFailures,
+		"consecutive failures that open an external evaluator's circuit")
+	fs.DurationVar(&o.evaluatorOpenFor, "evaluator-open-for", o.evaluatorOpenFor,
+		"how long an open circuit fails calls before a trial call")
+}
 
-// ExitCode implements exitCoder.
-func (deciderFlagError) ExitCode() int { return 2 }
+// newStore returns an empty store compiling with these options.
+func (o *engineOptions) newStore() *decider.Store {
+	return decider.NewStore(
+		decider.WithStoreRateLimiter(policy.NewRateLimiter(o.rateLimiterKeys)),
+		decider.WithEvaluatorPool(decider.NewEvaluatorPool(decider.EvaluatorConfig{
+			FailureThreshold: o.evaluatorFailures, OpenFor: o.evaluatorOpenFor,
+		})),
+		decider.WithCompileOptions(policy.WithDecisionTTL(o.decisionTTL)),
+	)
+}
+
+// httpOptions are the decision server's HTTP limits and timeouts.
+type httpOptions struct {
+	maxBody                       int64
+	maxBatch                      int
+	shutdown                      time.Duration
+	read, write, idle, readHeader time.Duration
+}
+
+// BindFlags registers the limit and timeout flags.
+func (o *httpOptions) BindFlags(fs *flag.FlagSet) {
+	fs.Int64Var(&o.maxBody, "max-body-bytes", o.maxBody, "maximum request body size")
+	fs.IntVar(&o.maxBatch, "max-batch", o.maxBatch, "maximum requests per batch")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", o.shutdown, "how long to drain in-flight requests on shutdown")
+	fs.DurationVar(&o.read, "read-timeout", o.read, "HTTP read timeout")
+	fs.DurationVar(&o.write, "write-timeout", o.write, "HTTP write timeout")
+	fs.DurationVar(&o.idle, "idle-timeout", o.idle, "HTTP keep-alive idle timeout")
+	fs.DurationVar(&o.readHeader, "read-header-timeout", o.readHeader, "HTTP read-header timeout")
+}
+
+// apply sets the limits and timeouts in opts.
+func (o *httpOptions) apply(opts *decider.Options) {
+	opts.MaxBodyBytes, opts.MaxBatch, opts.ShutdownTimeout = o.maxBody, o.maxBatch, o.shutdown
+	opts.ReadTimeout, opts.WriteTimeout, opts.IdleTimeout, opts.ReadHeaderTimeout = o.read, o.write, o.idle, o.readHeader
+}

@@ -2,7 +2,8 @@ package main
 
 import (
 	"context"
-	"io"
+	"flag"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/zapr"
@@ -13,34 +14,47 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/demo"
 )
 
-// runDemo runs the local demo on an embedded control plane (see internal/demo).
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("demo", "[--once] [--addr 127.0.0.1:8080] [flags]", stderr)
-	once := fs.Bool("once", false, "run the script and exit instead of serving until Ctrl-C")
-	addr := fs.String("addr", demo.DefaultAddr, "decision endpoint listen address (port 0 picks a free port)")
-	samples := fs.String("samples", "", "directory of manifests to apply (default: the repository's config/samples)")
-	kubeconfig := fs.String("kubeconfig", "", "where to write the admin kubeconfig (default: <tmp>/tollgate-demo/kubeconfig)")
-	verbose := fs.Bool("v", false, "show the controllers' and endpoint's logs on stderr")
-	timeout := fs.Duration("wait-timeout", demo.DefaultWaitTimeout, "bound of each wait for the controllers and the endpoint")
-	rest, err := parseFlags(fs, args)
-	if err != nil {
-		return helpOK(err)
-	}
-	if len(rest) > 0 {
-		return usageError("unexpected arguments %q", rest)
+// demoCommand runs the local demo on an embedded control plane (see internal/demo).
+type demoCommand struct {
+	once    bool
+	listen  listenOptions
+	samples string
+	// kubeconfig is where the demo writes the admin kubeconfig (it does not read one).
+	kubeconfig string
+	verbose    bool
+	timeout    time.Duration
+}
+
+func newDemoCommand() command {
+	return &demoCommand{listen: listenOptions{addr: demo.DefaultAddr}, timeout: demo.DefaultWaitTimeout}
+}
+
+// BindFlags registers demo's flags.
+func (c *demoCommand) BindFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.once, "once", c.once, "run the script and exit instead of serving until Ctrl-C")
+	c.listen.BindFlags(fs)
+	fs.StringVar(&c.samples, "samples", c.samples, "directory of manifests to apply (default: the repository's config/samples)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", c.kubeconfig, "where to write the admin kubeconfig (default: <tmp>/tollgate-demo/kubeconfig)")
+	fs.BoolVar(&c.verbose, "v", c.verbose, "show the controllers' and endpoint's logs on stderr")
+	fs.DurationVar(&c.timeout, "wait-timeout", c.timeout, "bound of each wait for the controllers and the endpoint")
+	deprecatedAliases(fs, alias{"addr", "bind-address"})
+}
+
+// Run runs the demo script, then (without --once) serves until ctx ends.
+func (c *demoCommand) Run(ctx context.Context, cio *cmdIO, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected arguments %q", args)
 	}
 	logger := logr.Discard()
-	if *verbose {
+	if c.verbose {
 		enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
-		logger = zapr.NewLogger(zap.New(zapcore.NewCore(enc, zapcore.AddSync(stderr), zapcore.InfoLevel)))
+		logger = zapr.NewLogger(zap.New(zapcore.NewCore(enc, zapcore.AddSync(cio.stderr), zapcore.InfoLevel)))
 	}
 	// controller-runtime warns on its global logger when none is set; point it at ours.
 	ctrl.SetLogger(logger)
-	if _, err := demo.Run(ctx, demo.Options{
-		Out: stdout, Progress: stderr, Once: *once, Addr: *addr, SamplesDir: *samples,
-		Kubeconfig: *kubeconfig, Logger: logger, WaitTimeout: *timeout,
-	}); err != nil {
-		return &exitError{code: exitFailed, err: err}
-	}
-	return nil
+	_, err := demo.Run(ctx, demo.Options{
+		Out: cio.stdout, Progress: cio.stderr, Once: c.once, Addr: c.listen.addr, SamplesDir: c.samples,
+		Kubeconfig: c.kubeconfig, Logger: logger, WaitTimeout: c.timeout,
+	})
+	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -88,16 +89,37 @@ func hookAgents() map[string]hookAgent {
 	}
 }
 
-// runHook is `tollgate hook <claude-code|gemini-cli|cursor> [flags]`.
-func runHook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return hook(ctx, args, os.Stdin, stdout, stderr)
+// hookCommand is `tollgate hook <claude-code|gemini-cli|cursor> [flags]`.
+type hookCommand struct {
+	url, passport, tokenFile string
+	timeout                  time.Duration
+	onUnreachable            string
 }
 
-func hook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func newHookCommand() command {
+	return &hookCommand{
+		url: os.Getenv(client.EnvURL), passport: os.Getenv(client.EnvPassport), tokenFile: os.Getenv(client.EnvTokenFile),
+		timeout: defaultHookTimeout, onUnreachable: string(verdictDeny),
+	}
+}
+
+// BindFlags registers the hook's flags.
+func (c *hookCommand) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.url, "url", c.url, "decision endpoint base URL (default $"+client.EnvURL+")")
+	fs.StringVar(&c.passport, "passport", c.passport, "passport presented, \"namespace/name\" or \"name\" (default $"+client.EnvPassport+")")
+	fs.StringVar(&c.tokenFile, "token-file", c.tokenFile, "file holding the bearer token (default $"+client.EnvTokenFile+")")
+	fs.DurationVar(&c.timeout, "timeout", c.timeout, "how long to wait for the endpoint; keep it below the agent's hook timeout")
+	fs.StringVar(&c.onUnreachable, "on-unreachable", c.onUnreachable,
+		"what an endpoint that cannot be reached means: deny, or ask the user (where the agent can ask)")
+}
+
+// Run takes the agent's name, then the flags, and answers the event on stdin. A bad command line is
+// answered too (with a deny), so that it cannot let calls through.
+func (c *hookCommand) Run(ctx context.Context, cio *cmdIO, args []string) error {
 	agents := hookAgents()
 	names := slices.Sorted(maps.Keys(agents))
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		hookUsage(stderr, names)
+		hookUsage(cio.stderr, names)
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
 			return nil
 		}
@@ -105,37 +127,33 @@ func hook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	}
 	agent, ok := agents[args[0]]
 	if !ok {
-		hookUsage(stderr, names)
+		hookUsage(cio.stderr, names)
 		return usageError("unknown agent %q: want %s", args[0], strings.Join(names, ", "))
 	}
-	fs := newFlagSet("hook "+agent.name, "[--url URL] [--passport NS/NAME] [--token-file FILE] [flags] < event.json", stderr)
-	endpoint := fs.String("url", os.Getenv(client.EnvURL), "decision endpoint base URL (default $"+client.EnvURL+")")
-	passport := fs.String("passport", os.Getenv(client.EnvPassport), "passport presented, \"namespace/name\" or \"name\" (default $"+client.EnvPassport+")")
-	tokenFile := fs.String("token-file", os.Getenv(client.EnvTokenFile), "file holding the bearer token (default $"+client.EnvTokenFile+")")
-	timeout := fs.Duration("timeout", defaultHookTimeout, "how long to wait for the endpoint; keep it below the agent's hook timeout")
-	onUnreachable := fs.String("on-unreachable", string(verdictDeny), "what an endpoint that cannot be reached means: deny, or ask the user (where the agent can ask)")
+	fs := newFlagSet("hook "+agent.name, "[--url URL] [--passport NS/NAME] [--token-file FILE] [flags] < event.json", cio.stderr)
+	c.BindFlags(fs)
 	rest, err := parseFlags(fs, args[1:])
 	if err == nil && len(rest) > 0 {
 		err = usageError("unexpected arguments %q: the hook event is read from stdin", rest)
 	}
-	if err == nil && *onUnreachable != string(verdictDeny) && *onUnreachable != string(verdictAsk) {
-		err = usageError("--on-unreachable %q: want deny or ask", *onUnreachable)
+	if err == nil && c.onUnreachable != string(verdictDeny) && c.onUnreachable != string(verdictAsk) {
+		err = usageError("--on-unreachable %q: want deny or ask", c.onUnreachable)
 	}
 	if err != nil {
 		if errors.Is(err, errHelpShown) {
 			return nil
 		}
 		// A broken hook command line must not let calls through: deny them, saying why.
-		if werr := writeHookAnswer(stdout, stderr, agent.answer(hookCall{}, hookOutcome{verdict: verdictDeny,
+		if werr := writeHookAnswer(cio.stdout, cio.stderr, agent.answer(hookCall{}, hookOutcome{verdict: verdictDeny,
 			reason: "Tollgate hook is misconfigured: " + err.Error()})); werr != nil {
 			return &exitError{code: exitUsage, err: errors.Join(err, werr)}
 		}
 		return err
 	}
 
-	call, out := decideHook(ctx, agent, stdin, hookConfig{
-		url: *endpoint, passport: *passport, tokenFile: *tokenFile, timeout: *timeout,
-		onUnreachable: hookVerdict(*onUnreachable),
+	call, out := decideHook(ctx, agent, cio.stdin, hookConfig{
+		url: c.url, passport: c.passport, tokenFile: c.tokenFile, timeout: c.timeout,
+		onUnreachable: hookVerdict(c.onUnreachable),
 	})
 	if errors.Is(out.err, errUnsupportedEvent) {
 		// The event has another answer format: print nothing the agent could misread and exit 2,
@@ -143,9 +161,9 @@ func hook(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return &exitError{code: exitUsage, err: out.err}
 	}
 	if out.err != nil {
-		fmt.Fprintf(stderr, "tollgate hook %s: %v\n", agent.name, out.err)
+		fmt.Fprintf(cio.stderr, "tollgate hook %s: %v\n", agent.name, out.err)
 	}
-	return writeHookAnswer(stdout, stderr, agent.answer(call, out.hookOutcome))
+	return writeHookAnswer(cio.stdout, cio.stderr, agent.answer(call, out.hookOutcome))
 }
 
 func hookUsage(w io.Writer, agents []string) {

@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -23,88 +21,130 @@ import (
 // leaderElectionID is the Lease every manager replica competes for.
 const leaderElectionID = "controller.tollgate.dev"
 
-// managerFlagError is a bad command line (exit status 2).
-type managerFlagError struct{ error }
+// managerCommand runs the controllers and the admission webhooks.
+type managerCommand struct {
+	metricsAddr    string
+	secureMetrics  bool
+	probeAddr      string
+	leaderElect    bool
+	kube           kubeOptions
+	bundleInterval time.Duration
+	workers        int
+	webhooks       webhookOptions
+	log            logOptions
+	zap            zap.Options
+}
 
-func (managerFlagError) ExitCode() int   { return 2 }
-func (e managerFlagError) Unwrap() error { return e.error }
-
-// runManager runs the controllers (and, through webhookFlags, the admission webhooks) until ctx ends.
-func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		metricsAddr    = fs.String("metrics-bind-address", "0", "Address of the metrics endpoint (e.g. :8443 for HTTPS, :8080 for HTTP); 0 disables it.")
-		secureMetrics  = fs.Bool("metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization through the API server.")
-		probeAddr      = fs.String("health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes.")
-		leaderElect    = fs.Bool("leader-elect", false, "Elect a leader (Lease "+leaderElectionID+") so only one replica runs the controllers.")
-		kubeconfig     = fs.String("kubeconfig", "", "kubeconfig file (default: in-cluster config, then $KUBECONFIG).")
-		qps            = fs.Float64("kube-api-qps", 50, "Queries per second to the API server.")
-		burst          = fs.Int("kube-api-burst", 100, "Burst of queries to the API server.")
-		bundleInterval = fs.Duration("bundle-interval", controller.DefaultBundleInterval, "Minimum time between two writes of one namespace's bundle; updates within it coalesce.")
-		workers        = fs.Int("max-concurrent-reconciles", 2, "Workers per controller.")
-		wf             webhookFlags
-	)
-	wf.bind(fs)
-	zapOpts := zap.Options{}
-	zapOpts.BindFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return managerFlagError{err}
+func newManagerCommand() command {
+	return &managerCommand{
+		metricsAddr:    "0",
+		secureMetrics:  true,
+		probeAddr:      ":8081",
+		kube:           kubeOptions{qps: 50, burst: 100},
+		bundleInterval: controller.DefaultBundleInterval,
+		workers:        2,
+		log:            logOptions{format: logFormatJSON},
 	}
-	if fs.NArg() > 0 {
-		return managerFlagError{fmt.Errorf("unexpected arguments %v", fs.Args())}
-	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts), zap.WriteTo(stderr)))
+}
 
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = *kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+// BindFlags registers the manager's flags (kubebuilder's spellings) and controller-runtime's --zap-*.
+func (c *managerCommand) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.metricsAddr, "metrics-bind-address", c.metricsAddr,
+		"Address of the metrics endpoint (e.g. :8443 for HTTPS, :8080 for HTTP); 0 disables it.")
+	fs.BoolVar(&c.secureMetrics, "metrics-secure", c.secureMetrics,
+		"Serve metrics over HTTPS with authentication and authorization through the API server.")
+	fs.StringVar(&c.probeAddr, "health-probe-bind-address", c.probeAddr, "Address of the /healthz and /readyz probes.")
+	fs.BoolVar(&c.leaderElect, "leader-elect", c.leaderElect,
+		"Elect a leader (Lease "+leaderElectionID+") so only one replica runs the controllers.")
+	c.kube.BindFlags(fs, kubeconfigUsage)
+	c.kube.bindRateFlags(fs)
+	fs.DurationVar(&c.bundleInterval, "bundle-interval", c.bundleInterval,
+		"Minimum time between two writes of one namespace's bundle; updates within it coalesce.")
+	fs.IntVar(&c.workers, "max-concurrent-reconciles", c.workers, "Workers per controller.")
+	c.webhooks.BindFlags(fs)
+	c.log.BindFlags(fs)
+	c.zap.BindFlags(fs)
+}
+
+// Run runs the manager until ctx ends.
+func (c *managerCommand) Run(ctx context.Context, cio *cmdIO, args []string) error {
+	if len(args) > 0 {
+		return usageError("unexpected arguments %v", args)
+	}
+	c.log.zapOptions(&c.zap)
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap), zap.WriteTo(cio.stderr)))
+	opts, err := c.managerOptions()
 	if err != nil {
-		return fmt.Errorf("loading the API server configuration: %w", err)
+		return err
 	}
-	cfg.QPS, cfg.Burst = float32(*qps), *burst
-
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-	if err := guardrailsv1alpha1.AddToScheme(scheme); err != nil {
-		return fmt.Errorf("building the scheme: %w", err)
-	}
-	opNS := wf.namespace()
-	opts := ctrl.Options{
-		Scheme: scheme,
-		Metrics: metricsserver.Options{
-			BindAddress:   *metricsAddr,
-			SecureServing: *secureMetrics,
-		},
-		HealthProbeBindAddress:        *probeAddr,
-		LeaderElection:                *leaderElect,
-		LeaderElectionID:              leaderElectionID,
-		LeaderElectionNamespace:       opNS,
-		LeaderElectionReleaseOnCancel: true,
-	}
-	if *secureMetrics {
-		opts.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	if err := wf.managerOptions(&opts); err != nil {
-		return managerFlagError{err}
+	cfg, err := c.kube.restConfig("")
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
+	if err := c.setup(ctx, mgr); err != nil {
+		return err
+	}
+	ctrl.Log.WithName("manager").Info("starting", "operatorNamespace", c.webhooks.namespace(), "leaderElection", c.leaderElect)
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running the manager: %w", err)
+	}
+	return nil
+}
+
+// managerOptions are the manager's scheme, metrics, probes, leader election and webhook server.
+// Bad webhook flags are a usage error.
+func (c *managerCommand) managerOptions() (ctrl.Options, error) {
+	scheme, err := newScheme()
+	if err != nil {
+		return ctrl.Options{}, err
+	}
+	opts := ctrl.Options{
+		Scheme: scheme,
+		Metrics: metricsserver.Options{
+			BindAddress:   c.metricsAddr,
+			SecureServing: c.secureMetrics,
+		},
+		HealthProbeBindAddress:        c.probeAddr,
+		LeaderElection:                c.leaderElect,
+		LeaderElectionID:              leaderElectionID,
+		LeaderElectionNamespace:       c.webhooks.namespace(),
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if c.secureMetrics {
+		opts.Metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if err := c.webhooks.managerOptions(&opts); err != nil {
+		return ctrl.Options{}, &exitError{code: exitUsage, err: err}
+	}
+	return opts, nil
+}
+
+// newScheme holds the Kubernetes built-in types and Tollgate's.
+func newScheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	if err := guardrailsv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("building the scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// setup registers the controllers, the webhooks and the health checks on mgr.
+func (c *managerCommand) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := controller.SetupWithManager(mgr, controller.Options{
-		OperatorNamespace:       opNS,
-		BundleInterval:          *bundleInterval,
-		MaxConcurrentReconciles: *workers,
+		OperatorNamespace:       c.webhooks.namespace(),
+		BundleInterval:          c.bundleInterval,
+		MaxConcurrentReconciles: c.workers,
 	}); err != nil {
 		return err
 	}
-	if err := wf.setup(ctx, mgr); err != nil {
+	if err := c.webhooks.setup(ctx, mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -112,10 +152,6 @@ func runManager(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the readiness check: %w", err)
-	}
-	ctrl.Log.WithName("manager").Info("starting", "operatorNamespace", opNS, "leaderElection", *leaderElect)
-	if err := mgr.Start(ctx); err != nil {
-		return fmt.Errorf("running the manager: %w", err)
 	}
 	return nil
 }

@@ -20,8 +20,8 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/webhook/pod"
 )
 
-// webhookFlags are the manager's admission-webhook flags.
-type webhookFlags struct {
+// webhookOptions are the manager's admission-webhook options.
+type webhookOptions struct {
 	enabled           bool
 	port              int
 	certPath          string
@@ -38,8 +38,8 @@ type webhookFlags struct {
 	tokenExpiration   time.Duration
 }
 
-// bind registers the webhook flags on fs.
-func (w *webhookFlags) bind(fs *flag.FlagSet) {
+// BindFlags registers the webhook flags on fs.
+func (w *webhookOptions) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&w.enabled, "enable-webhooks", true,
 		"Serve the admission webhooks (policy/passport validation and defaulting, pod injection).")
 	fs.IntVar(&w.port, "webhook-port", webhook.DefaultPort, "Port the admission webhook server listens on.")
@@ -70,7 +70,7 @@ func (w *webhookFlags) bind(fs *flag.FlagSet) {
 }
 
 // namespace is the operator's namespace.
-func (w *webhookFlags) namespace() string {
+func (w *webhookOptions) namespace() string {
 	if w.operatorNamespace != "" {
 		return w.operatorNamespace
 	}
@@ -80,7 +80,7 @@ func (w *webhookFlags) namespace() string {
 	return tgwebhook.DefaultOperatorNamespace
 }
 
-func (w *webhookFlags) podOptions() pod.Options {
+func (w *webhookOptions) podOptions() pod.Options {
 	url := w.deciderURL
 	if url == "" {
 		url = "http://tollgate-decider." + w.namespace() + ".svc:8080"
@@ -89,7 +89,7 @@ func (w *webhookFlags) podOptions() pod.Options {
 }
 
 // managerOptions configures the manager's webhook server; call it before ctrl.NewManager.
-func (w *webhookFlags) managerOptions(o *ctrl.Options) error {
+func (w *webhookOptions) managerOptions(o *ctrl.Options) error {
 	if !w.enabled {
 		return nil
 	}
@@ -117,7 +117,7 @@ func (w *webhookFlags) managerOptions(o *ctrl.Options) error {
 // --cert-rotation the webhooks (and so the webhook server) start only once the rotator has written
 // and the kubelet has mounted the certificate; until then the readiness check "webhook-server" fails.
 // The manager must not call mgr.GetWebhookServer itself: that would start the server early.
-func (w *webhookFlags) setup(ctx context.Context, mgr ctrl.Manager) error {
+func (w *webhookOptions) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if !w.enabled {
 		return nil
 	}

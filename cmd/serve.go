@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -18,8 +18,6 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tollgate-dev/tollgate/internal/decider"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
@@ -28,139 +26,174 @@ import (
 // reloadDebounce groups the bursts of events an editor or `git pull` makes into one reload.
 const reloadDebounce = 150 * time.Millisecond
 
-// runServe serves the decider's HTTP API from manifest files, reloading them when they change.
-func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
-	flags := newFlagSet("serve", "-f PATH... [--addr 127.0.0.1:8080] [flags]", stderr)
-	var files pathList
-	flags.Var(&files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
-	flags.Var(&files, "filename", "same as -f")
-	addr := flags.String("addr", "127.0.0.1:8080", "listen address (loopback by default; use e.g. :8080 to listen on every interface)")
-	metricsAddr := flags.String("metrics-addr", "", "serve /metrics on this address instead (empty: on --addr)")
-	namespace := flags.String("namespace", "", "namespace of bare passport names (default: the one namespace holding the passport)")
-	watch := flags.Bool("watch", true, "reload the manifests when they change; an invalid change keeps the last good set")
-	logFormat := flags.String("log-format", "text", "log format: text or json")
-	decisionLog := flags.Bool("decision-log", false, "write one JSON decision record per decision to stderr")
-	logInput := flags.Bool("decision-log-include-input", false, "include tool arguments and rewritten arguments in the decision log (off: no argument value is logged)")
-	tokenFile := flags.String("token-file", "", "require a bearer token listed in FILE (lines \"<token> <subject>\", subject system:serviceaccount:<ns>:<name> or a ServiceAccount name); re-read on change and on SIGHUP")
-	kubeconfig := flags.String("kubeconfig", "", "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
-	audience := flags.String("token-audience", decider.DefaultAudience, "audience TokenReview tokens must carry (with --kubeconfig)")
-	rest, err := parseFlags(flags, args)
+// serveCommand serves the decider's HTTP API from manifest files, reloading them when they change.
+type serveCommand struct {
+	manifests        manifestOptions
+	listen           listenOptions
+	defaultNamespace string
+	watch            bool
+	log              logOptions
+	decisionLog      decisionLogOptions
+	tokenFile        string
+	kube             kubeOptions
+	tokenReview      tokenReviewOptions
+}
+
+func newServeCommand() command {
+	return &serveCommand{
+		listen:      listenOptions{addr: "127.0.0.1:8080"},
+		watch:       true,
+		log:         logOptions{format: logFormatText},
+		decisionLog: decisionLogOptions{buffer: decider.DefaultLogBuffer},
+		tokenReview: newTokenReviewOptions(),
+	}
+}
+
+// BindFlags registers serve's flags.
+func (c *serveCommand) BindFlags(fs *flag.FlagSet) {
+	c.manifests.BindFlags(fs)
+	c.listen.BindFlags(fs)
+	c.listen.bindMetricsFlag(fs)
+	bindDefaultNamespace(fs, &c.defaultNamespace, "the one namespace holding the passport")
+	fs.BoolVar(&c.watch, "watch", c.watch, "reload the manifests when they change; an invalid change keeps the last good set")
+	c.log.BindFlags(fs)
+	c.decisionLog.BindFlags(fs, "stderr")
+	fs.StringVar(&c.tokenFile, "token-file", c.tokenFile, "require a bearer token listed in FILE (lines \"<token> <subject>\", "+
+		"subject system:serviceaccount:<ns>:<name> or a ServiceAccount name); re-read on change and on SIGHUP")
+	c.kube.BindFlags(fs, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
+	c.tokenReview.BindFlags(fs)
+	deprecatedAliases(fs,
+		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
+}
+
+// Run loads the manifests and serves decisions from them until ctx ends.
+func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error {
+	files, err := c.manifests.paths(cio, args)
 	if err != nil {
-		return helpOK(err)
+		return err
 	}
-	files = append(files, rest...)
-	if len(files) == 0 {
-		flags.Usage()
-		return usageError("no manifests: give -f PATH (a file or directory of GuardrailPolicy and AgentPassport manifests)")
-	}
-	var handler slog.Handler
-	switch *logFormat {
-	case "text":
-		handler = slog.NewTextHandler(stderr, nil)
-	case "json":
-		handler = slog.NewJSONHandler(stderr, nil)
-	default:
-		return usageError("--log-format %q: want text or json", *logFormat)
-	}
-	if *tokenFile != "" && *kubeconfig != "" {
+	if c.tokenFile != "" && c.kube.kubeconfig != "" {
 		return usageError("--token-file and --kubeconfig: choose one way to authenticate callers")
 	}
-	log := slog.New(handler)
+	log := c.log.logger(cio.stderr)
 	setMemoryLimit(log)
-
-	opts := decider.Options{DefaultNamespace: *namespace, Logger: log, SeparateMetrics: *metricsAddr != ""}
-	authnDesc := "authentication off"
-	var tokens *decider.StaticTokenAuthenticator
-	switch {
-	case *tokenFile != "":
-		if tokens, err = decider.NewStaticTokenAuthenticator(*tokenFile); err != nil {
-			return &exitError{code: exitFailed, err: err}
-		}
-		opts.Authenticator = tokens
-		authnDesc = fmt.Sprintf("bearer tokens from %s", *tokenFile)
-	case *kubeconfig != "":
-		cs, err := kubeClient(*kubeconfig)
-		if err != nil {
-			return &exitError{code: exitFailed, err: err}
-		}
-		opts.Authenticator = decider.NewTokenReviewAuthenticator(cs, decider.TokenReviewConfig{Audience: *audience})
-		authnDesc = "ServiceAccount tokens (TokenReview, audience " + *audience + ")"
+	auth, err := c.authentication()
+	if err != nil {
+		return err
 	}
-
 	store := decider.NewStore()
 	fl := &fileLoader{paths: files, store: store, log: log}
 	if err := fl.reload(); err != nil {
-		return &exitError{code: exitFailed, err: err}
+		return err
 	}
-	if *decisionLog {
-		opts.DecisionLog = decider.NewDecisionLog(stderr, decider.DefaultLogBuffer, *logInput)
-	}
-	srv := decider.NewServer(store, opts)
-
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", *addr)
+	srv := decider.NewServer(store, decider.Options{
+		DefaultNamespace: c.defaultNamespace, Logger: log, SeparateMetrics: c.listen.metricsAddr != "",
+		Authenticator: auth.authenticator, DecisionLog: c.decisionLog.open(cio.stderr),
+	})
+	l, err := c.listeners(ctx)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("listening on %s: %w", *addr, err)}
+		return err
 	}
-	var mln net.Listener
-	if *metricsAddr != "" {
-		if mln, err = lc.Listen(ctx, "tcp", *metricsAddr); err != nil {
+	return c.serve(ctx, cio, srv, fl, auth, l, log)
+}
+
+// serveAuth is how serve authenticates callers.
+type serveAuth struct {
+	// authenticator is nil when authentication is off.
+	authenticator decider.Authenticator
+	// tokens is the --token-file authenticator, watched for changes.
+	tokens *decider.StaticTokenAuthenticator
+	// desc says which, for the start-up line.
+	desc string
+}
+
+// authentication builds the authenticator --token-file or --kubeconfig asks for.
+func (c *serveCommand) authentication() (serveAuth, error) {
+	switch {
+	case c.tokenFile != "":
+		tokens, err := decider.NewStaticTokenAuthenticator(c.tokenFile)
+		if err != nil {
+			return serveAuth{}, err
+		}
+		return serveAuth{authenticator: tokens, tokens: tokens, desc: "bearer tokens from " + c.tokenFile}, nil
+	case c.kube.kubeconfig != "":
+		cs, err := c.kube.clientset("tollgate-serve")
+		if err != nil {
+			return serveAuth{}, err
+		}
+		return serveAuth{authenticator: c.tokenReview.authenticator(cs),
+			desc: "ServiceAccount tokens (TokenReview, audience " + c.tokenReview.audience + ")"}, nil
+	}
+	return serveAuth{desc: "authentication off"}, nil
+}
+
+// serveListeners are the decision API's listener and, with --metrics-bind-address, the metrics one.
+type serveListeners struct {
+	api, metrics net.Listener
+}
+
+// close closes both.
+func (l serveListeners) close() {
+	_ = l.api.Close()
+	if l.metrics != nil {
+		_ = l.metrics.Close()
+	}
+}
+
+// listeners opens the listeners.
+func (c *serveCommand) listeners(ctx context.Context) (serveListeners, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", c.listen.addr)
+	if err != nil {
+		return serveListeners{}, fmt.Errorf("listening on %s: %w", c.listen.addr, err)
+	}
+	l := serveListeners{api: ln}
+	if c.listen.metricsAddr != "" {
+		if l.metrics, err = lc.Listen(ctx, "tcp", c.listen.metricsAddr); err != nil {
 			_ = ln.Close()
-			return &exitError{code: exitFailed, err: fmt.Errorf("listening on %s: %w", *metricsAddr, err)}
+			return serveListeners{}, fmt.Errorf("listening on %s: %w", c.listen.metricsAddr, err)
 		}
 	}
+	return l, nil
+}
+
+// serve serves on the listeners until ctx ends, with the manifest watch (--watch), the token-file
+// watch and the metrics listener running beside; it returns once they have stopped.
+func (c *serveCommand) serve(ctx context.Context, cio *cmdIO, srv *decider.Server, fl *fileLoader, auth serveAuth,
+	l serveListeners, log *slog.Logger) error {
 	var bg sync.WaitGroup // the token watcher and the metrics listener
 	defer bg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // runs before bg.Wait
 	watchErr := make(chan error, 1)
-	if *watch {
+	if c.watch {
 		w, err := fl.watcher()
 		if err != nil {
-			_ = ln.Close()
-			if mln != nil {
-				_ = mln.Close()
-			}
-			return &exitError{code: exitFailed, err: err}
+			l.close()
+			return err
 		}
 		go func() { watchErr <- fl.watch(ctx, w) }()
 	}
-	if tokens != nil {
-		bg.Go(func() { watchTokenFile(ctx, tokens, log) })
+	if auth.tokens != nil {
+		bg.Go(func() { watchTokenFile(ctx, auth.tokens, log) })
 	}
-	if mln != nil {
-		bg.Go(func() { serveMetrics(ctx, mln, srv, log) })
-		fmt.Fprintf(stderr, "tollgate serve: metrics on http://%s/metrics\n", mln.Addr())
+	if l.metrics != nil {
+		bg.Go(func() { serveMetrics(ctx, l.metrics, srv, log) })
+		fmt.Fprintf(cio.stderr, "tollgate serve: metrics on http://%s/metrics\n", l.metrics.Addr())
 	}
-	if opts.Authenticator == nil && !isLoopback(ln.Addr()) {
+	if auth.authenticator == nil && !isLoopback(l.api.Addr()) {
 		log.Warn("authentication is off on a non-loopback address: anyone who reaches it may present any passport (use --token-file or --kubeconfig)",
-			"addr", ln.Addr().String())
+			"addr", l.api.Addr().String())
 	}
-	fmt.Fprintf(stderr, "tollgate serve: decision API on http://%s (%s; POST /v1/decide)\n", ln.Addr(), authnDesc)
-	serveErr := srv.Serve(ctx, ln)
+	fmt.Fprintf(cio.stderr, "tollgate serve: decision API on http://%s (%s; POST /v1/decide)\n", l.api.Addr(), auth.desc)
+	serveErr := srv.Serve(ctx, l.api)
 	cancel()
-	if *watch {
+	if c.watch {
 		if err := <-watchErr; err != nil && serveErr == nil {
 			serveErr = err
 		}
 	}
 	return serveErr
-}
-
-// kubeClient builds a clientset from a kubeconfig file.
-func kubeClient(path string) (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = path
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = "tollgate-serve"
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building Kubernetes client: %w", err)
-	}
-	return cs, nil
 }
 
 func isLoopback(a net.Addr) bool {

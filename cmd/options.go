@@ -1,0 +1,281 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	uzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	crzap "sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/tollgate-dev/tollgate/internal/decider"
+)
+
+// The option groups below are shared by the subcommands. Each is a small struct whose fields hold
+// the command's defaults before BindFlags registers its flags (always the same names and usage),
+// and which turns the parsed values into what the command needs.
+
+// Log formats (--log-format).
+const (
+	logFormatText = "text"
+	logFormatJSON = "json"
+)
+
+// logOptions choose the format of the operational logs on stderr: --log-format text|json.
+type logOptions struct {
+	// format is logFormatText or logFormatJSON.
+	format string
+	// given is true when the command line set the format (the manager otherwise leaves the
+	// choice to controller-runtime's --zap-* flags).
+	given bool
+}
+
+// BindFlags registers --log-format.
+func (o *logOptions) BindFlags(fs *flag.FlagSet) {
+	fs.Var(logFormatValue{o}, "log-format", "operational log format on stderr: text or json")
+}
+
+// bindLogJSON registers --log-json, the decider's old boolean spelling of --log-format json.
+func (o *logOptions) bindLogJSON(fs *flag.FlagSet) {
+	fs.Var(logJSONValue{o}, "log-json", deprecatedPrefix+"log-format json|text")
+}
+
+// logger returns a slog logger writing in the chosen format to w.
+func (o *logOptions) logger(w io.Writer) *slog.Logger {
+	if o.format == logFormatJSON {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// zapOptions applies a --log-format given on the command line to controller-runtime's zap options
+// (JSON, or text as zap's console encoder); without it the --zap-* flags decide.
+func (o *logOptions) zapOptions(z *crzap.Options) {
+	if !o.given {
+		return
+	}
+	z.NewEncoder = func(opts ...crzap.EncoderConfigOption) zapcore.Encoder {
+		if o.format == logFormatJSON {
+			ec := uzap.NewProductionEncoderConfig()
+			for _, opt := range opts {
+				opt(&ec)
+			}
+			return zapcore.NewJSONEncoder(ec)
+		}
+		ec := uzap.NewDevelopmentEncoderConfig()
+		for _, opt := range opts {
+			opt(&ec)
+		}
+		return zapcore.NewConsoleEncoder(ec)
+	}
+}
+
+// logFormatValue is the flag.Value of --log-format.
+type logFormatValue struct{ o *logOptions }
+
+func (v logFormatValue) String() string {
+	if v.o == nil {
+		return ""
+	}
+	return v.o.format
+}
+
+// Set accepts text or json.
+func (v logFormatValue) Set(s string) error {
+	if s != logFormatText && s != logFormatJSON {
+		return fmt.Errorf("%q: want text or json", s)
+	}
+	v.o.format, v.o.given = s, true
+	return nil
+}
+
+// logJSONValue is the flag.Value of the deprecated boolean --log-json.
+type logJSONValue struct{ o *logOptions }
+
+func (v logJSONValue) String() string {
+	if v.o == nil {
+		return "false"
+	}
+	return strconv.FormatBool(v.o.format == logFormatJSON)
+}
+
+// Set maps true to json and false to text.
+func (v logJSONValue) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return errors.New("want true or false")
+	}
+	v.o.format, v.o.given = logFormatText, true
+	if b {
+		v.o.format = logFormatJSON
+	}
+	return nil
+}
+
+// IsBoolFlag lets --log-json stand alone.
+func (logJSONValue) IsBoolFlag() bool { return true }
+
+// kubeOptions load the API server configuration (the one kubeconfig loader of the binary):
+// --kubeconfig and, for the manager, the client's rate limits.
+type kubeOptions struct {
+	kubeconfig string
+	// qps and burst are the client's rate limits; zero leaves client-go's defaults (and a negative
+	// qps turns client-side rate limiting off).
+	qps   float64
+	burst int
+}
+
+// BindFlags registers --kubeconfig with the command's usage (serve uses it to turn on TokenReview).
+func (o *kubeOptions) BindFlags(fs *flag.FlagSet, usage string) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, usage)
+}
+
+// bindRateFlags registers --kube-api-qps and --kube-api-burst.
+func (o *kubeOptions) bindRateFlags(fs *flag.FlagSet) {
+	fs.Float64Var(&o.qps, "kube-api-qps", o.qps, "Queries per second to the API server.")
+	fs.IntVar(&o.burst, "kube-api-burst", o.burst, "Burst of queries to the API server.")
+}
+
+// kubeconfigUsage is the usage of --kubeconfig for commands that talk to the cluster they run in.
+const kubeconfigUsage = "kubeconfig file (default: in-cluster config, then $KUBECONFIG)"
+
+// restConfig loads --kubeconfig (else $KUBECONFIG, ~/.kube/config, then the in-cluster config).
+// An empty userAgent keeps client-go's default.
+func (o *kubeOptions) restConfig(userAgent string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	if userAgent != "" {
+		cfg.UserAgent = userAgent
+	}
+	if o.qps != 0 {
+		cfg.QPS = float32(o.qps)
+	}
+	if o.burst != 0 {
+		cfg.Burst = o.burst
+	}
+	return cfg, nil
+}
+
+// clientset returns a Kubernetes clientset for restConfig(userAgent).
+func (o *kubeOptions) clientset(userAgent string) (kubernetes.Interface, error) {
+	cfg, err := o.restConfig(userAgent)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building Kubernetes client: %w", err)
+	}
+	return cs, nil
+}
+
+// listenOptions are the decision endpoint's addresses: --bind-address and --metrics-bind-address.
+type listenOptions struct {
+	addr        string
+	metricsAddr string
+}
+
+// BindFlags registers --bind-address.
+func (o *listenOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.addr, "bind-address", o.addr,
+		"address of the decision API, host:port (:8080 listens on every interface, port 0 picks a free port)")
+}
+
+// bindMetricsFlag registers --metrics-bind-address.
+func (o *listenOptions) bindMetricsFlag(fs *flag.FlagSet) {
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", o.metricsAddr,
+		"serve /metrics on this address instead (empty: on --bind-address)")
+}
+
+// decisionLogOptions switch the decision log on and say what it holds.
+type decisionLogOptions struct {
+	enabled      bool
+	includeInput bool
+	// toolInput is the deprecated --decision-log-tool-input; either flag includes the input.
+	toolInput bool
+	buffer    int
+}
+
+// BindFlags registers --decision-log, --decision-log-include-input and --decision-log-buffer (and
+// the deprecated --decision-log-tool-input).
+func (o *decisionLogOptions) BindFlags(fs *flag.FlagSet, dest string) {
+	fs.BoolVar(&o.enabled, "decision-log", o.enabled, "write one JSON record per decision to "+dest)
+	fs.BoolVar(&o.includeInput, "decision-log-include-input", o.includeInput,
+		"include tool arguments and rewritten arguments in the decision log (off: no argument value is logged)")
+	fs.BoolVar(&o.toolInput, "decision-log-tool-input", o.toolInput, deprecatedPrefix+"decision-log-include-input")
+	fs.IntVar(&o.buffer, "decision-log-buffer", o.buffer,
+		"decision-log buffer in records (records beyond it are dropped and counted)")
+}
+
+// open returns the decision log writing to w, or nil when it is off.
+func (o *decisionLogOptions) open(w io.Writer) *decider.DecisionLog {
+	if !o.enabled {
+		return nil
+	}
+	return decider.NewDecisionLog(w, o.buffer, o.includeInput || o.toolInput)
+}
+
+// tokenReviewOptions configure the TokenReview authenticator of ServiceAccount tokens.
+type tokenReviewOptions struct {
+	audience  string
+	cacheTTL  time.Duration
+	cacheSize int
+}
+
+// newTokenReviewOptions returns the defaults of the TokenReview flags.
+func newTokenReviewOptions() tokenReviewOptions {
+	return tokenReviewOptions{audience: decider.DefaultAudience, cacheTTL: 2 * time.Minute, cacheSize: 4096}
+}
+
+// BindFlags registers --token-audience, --token-cache-ttl and --token-cache-size.
+func (o *tokenReviewOptions) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.audience, "token-audience", o.audience, "audience callers' ServiceAccount tokens must carry (TokenReview)")
+	fs.DurationVar(&o.cacheTTL, "token-cache-ttl", o.cacheTTL, "how long a successful TokenReview is cached")
+	fs.IntVar(&o.cacheSize, "token-cache-size", o.cacheSize, "maximum number of cached TokenReview results")
+}
+
+// authenticator returns the TokenReview authenticator through cs.
+func (o *tokenReviewOptions) authenticator(cs kubernetes.Interface) *decider.TokenReviewAuthenticator {
+	return decider.NewTokenReviewAuthenticator(cs, decider.TokenReviewConfig{
+		Audience: o.audience, TTL: o.cacheTTL, CacheSize: o.cacheSize,
+	})
+}
+
+// bindDefaultNamespace registers --default-namespace.
+func bindDefaultNamespace(fs *flag.FlagSet, ns *string, whenEmpty string) {
+	fs.StringVar(ns, "default-namespace", *ns, "namespace of bare passport names (default: "+whenEmpty+")")
+}
+
+// manifestOptions are the manifest files of the offline commands: -f/--filename, repeatable.
+type manifestOptions struct {
+	files pathList
+}
+
+// BindFlags registers -f and --filename.
+func (o *manifestOptions) BindFlags(fs *flag.FlagSet) {
+	fs.Var(&o.files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
+	fs.Var(&o.files, "filename", "same as -f")
+}
+
+// paths returns the files given with -f and as positional arguments; none is a usage error (after
+// the command's usage).
+func (o *manifestOptions) paths(cio *cmdIO, positional []string) ([]string, error) {
+	files := append(o.files, positional...)
+	if len(files) == 0 {
+		cio.usage()
+		return nil, usageError("no manifests: give -f PATH (a file or directory of GuardrailPolicy and AgentPassport manifests)")
+	}
+	return files, nil
+}
