@@ -8,8 +8,10 @@ from typing import Any
 
 from agenttools import BENIGN, DANGEROUS, REWRITTEN, Sandbox
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import Field
 
 
 class ScriptedChatModel(GenericFakeChatModel):
@@ -17,6 +19,21 @@ class ScriptedChatModel(GenericFakeChatModel):
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
         return self
+
+
+class RecordingChatModel(ScriptedChatModel):
+    """A scripted model that keeps every conversation it was asked to answer, to show what the
+    model read."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+    def read(self) -> str:
+        """Everything the model was shown, as one text."""
+        return "\n".join(str(m.content) for conversation in self.seen for m in conversation)
 
 
 def script() -> ScriptedChatModel:

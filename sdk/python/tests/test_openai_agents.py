@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agents import Agent, InputGuardrailTripwireTriggered, RunConfig, Runner, function_tool
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    OutputGuardrailTripwireTriggered,
+    RunConfig,
+    Runner,
+    function_tool,
+)
 from agents.testing import ScriptedModel, assistant_message, function_call
 from agenttools import BENIGN, DANGEROUS, REWRITTEN, REWRITTEN_TO, Sandbox
 from conftest import Server
@@ -17,6 +24,7 @@ from tollgate import AsyncClient, Client
 from tollgate.openai_agents import (
     TollgateGuardrails,
     agent_input_guardrail,
+    agent_output_guardrail,
     guard_tools,
     tool_input_guardrail,
     tool_output_guardrail,
@@ -182,3 +190,18 @@ async def test_agent_input_guardrail_trips_on_prompt_injection(env: Server, tmp_
     ok = Agent(name="coder", model=ScriptedModel([[assistant_message("hello")]]),
                input_guardrails=[agent_input_guardrail()])
     assert (await Runner.run(ok, [{"role": "user", "content": "say hello"}], run_config=RUN)).final_output == "hello"
+
+
+async def test_agent_output_guardrail_trips_on_a_leaked_secret(env: Server) -> None:
+    leaky = Agent(name="ops", model=ScriptedModel([[assistant_message("The deploy key is AKIAIOSFODNN7EXAMPLE.")]]),
+                  output_guardrails=[agent_output_guardrail()])
+    with pytest.raises(OutputGuardrailTripwireTriggered) as e:
+        await Runner.run(leaky, "what is the deploy key?", run_config=RUN)
+    info = e.value.guardrail_result.output.output_info["tollgate"]
+    assert info["code"] == "oap.secret_leak"
+    rec = env.decision_record(info["decision_id"])
+    assert (rec["hook"], rec["outcome"]) == ("post_llm_call", "deny")
+    # A harmless answer passes.
+    ok = Agent(name="ops", model=ScriptedModel([[assistant_message("Deployed.")]]),
+               output_guardrails=[agent_output_guardrail(Client())])
+    assert (await Runner.run(ok, "deploy", run_config=RUN)).final_output == "Deployed."

@@ -94,7 +94,8 @@ class Guard:
             return _error_decision(tool_name, e, "result of tool")
 
     def screen_response(self, response: Any, **kw: Any) -> Decision:
-        """Screens an LLM response before its tool calls run."""
+        """Screens an LLM response (or ``content=`` text) before its tool calls run and its text is
+        shown."""
         try:
             return self.client.post_llm_call(response, **kw)
         except TollgateError as e:
@@ -155,6 +156,11 @@ def _error_decision(tool_name: str, err: TollgateError, kind: str = "tool call")
 def denial_message(tool_name: str, decision: Decision) -> str:
     """What the model reads instead of the tool's result when Tollgate denied the call."""
     return f"Tollgate denied the call to tool {tool_name!r}: {decision.explain()}. Do not retry it unchanged."
+
+
+def withheld_message(tool_name: str, decision: Decision) -> str:
+    """What the model reads instead of a tool's result that Tollgate blocked (``post_tool_call``)."""
+    return f"Tollgate withheld the output of tool {tool_name!r}: {decision.explain()}"
 
 
 def retry_message(tool_name: str, decision: Decision) -> str:

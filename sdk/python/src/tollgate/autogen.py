@@ -15,6 +15,10 @@ message instead, as AutoGen's ``DropMessage`` does). A ``modify`` decision rewri
 workbench returns to the model as an error result; a ``modify`` runs the tool with the rewritten
 arguments.
 
+With ``screen_output=True`` (either form) each tool result is screened before the model reads it
+(``post_tool_call``: indirect prompt injection); a result Tollgate blocks is replaced by an error
+result saying why (``Tollgate withheld the output of tool …``).
+
 Install with ``pip install tollgate[autogen]``.
 """
 
@@ -33,12 +37,13 @@ from autogen_core import (
     FunctionCall,
     MessageContext,
 )
+from autogen_core.models import FunctionExecutionResult
 from autogen_core.tool_agent import ToolException
 from autogen_core.tools import BaseTool, FunctionTool
 from pydantic import BaseModel
 
 from ._client import AsyncClient, Client
-from ._guard import Guard, denial_message, parse_tool_arguments
+from ._guard import Guard, denial_message, parse_tool_arguments, withheld_message
 from ._models import CODE_INVALID_REQUEST, Decision
 
 __all__ = ["TollgateDenied", "TollgateInterventionHandler", "TollgateTool", "guard_tools"]
@@ -59,7 +64,9 @@ class TollgateInterventionHandler(DefaultInterventionHandler):
     ``on_deny`` says how a denial reaches the sender: ``"error"`` (default) raises
     :class:`TollgateDenied`, a ``ToolException`` that ``tool_agent_caller_loop`` turns into an
     error result for the model; ``"drop"`` drops the message (the sender gets AutoGen's
-    ``MessageDroppedException``). ``client`` and ``client_kwargs`` are as for
+    ``MessageDroppedException``). With ``screen_output``, every ``FunctionExecutionResult`` an
+    agent answers is screened before the sender reads it (``post_tool_call``); one Tollgate blocks
+    is replaced by an error result saying why. ``client`` and ``client_kwargs`` are as for
     :class:`tollgate.Client`.
     """
 
@@ -68,6 +75,7 @@ class TollgateInterventionHandler(DefaultInterventionHandler):
         client: Client | AsyncClient | None = None,
         *,
         on_deny: Literal["error", "drop"] = "error",
+        screen_output: bool = False,
         **client_kwargs: Any,
     ) -> None:
         if on_deny not in ("error", "drop"):
@@ -75,6 +83,8 @@ class TollgateInterventionHandler(DefaultInterventionHandler):
         self._guard = Guard(client, **client_kwargs)
         self.on_deny = on_deny
         """How a denial reaches the sender: ``"error"`` or ``"drop"``."""
+        self.screen_output = screen_output
+        """Screen each tool result before the sender (and its model) reads it."""
 
     async def on_send(self, message: Any, *, message_context: MessageContext, recipient: AgentId) -> Any:
         """Decides a ``FunctionCall``; any other message passes unchanged."""
@@ -94,16 +104,32 @@ class TollgateInterventionHandler(DefaultInterventionHandler):
                                 arguments=json.dumps(decision.input_for(args), ensure_ascii=False))
         return message
 
+    async def on_response(self, message: Any, *, sender: AgentId, recipient: AgentId | None) -> Any:
+        """With ``screen_output``, screens a ``FunctionExecutionResult``; anything else (and an
+        error result) passes unchanged."""
+        if not self.screen_output or not isinstance(message, FunctionExecutionResult) or message.is_error:
+            return message
+        decision = await self._guard.ascreen_tool_result(message.name, message.content,
+                                                         call_id=message.call_id or None)
+        if decision.allow:
+            return message
+        return FunctionExecutionResult(content=withheld_message(message.name, decision), name=message.name,
+                                       call_id=message.call_id, is_error=True)
+
 
 class TollgateTool(BaseTool[BaseModel, Any]):
     """An AutoGen tool that asks Tollgate before running the tool it wraps. A denial raises
     ``PermissionError`` with the OAP reason code and message (an AgentChat workbench returns it to
-    the model as an error result); a ``modify`` runs the tool with the rewritten arguments."""
+    the model as an error result); a ``modify`` runs the tool with the rewritten arguments. With
+    ``screen_output`` the result is screened before it is returned (``post_tool_call``), and one
+    Tollgate blocks raises ``PermissionError`` saying why instead."""
 
-    def __init__(self, tool: BaseTool[Any, Any], guard: Guard) -> None:
+    def __init__(self, tool: BaseTool[Any, Any], guard: Guard, *, screen_output: bool = False) -> None:
         super().__init__(tool.args_type(), tool.return_type(), tool.name, tool.description)
         self._tool = tool
         self._guard = guard
+        self.screen_output = screen_output
+        """Screen the tool's result before it is returned."""
 
     @property
     def schema(self) -> Any:  # the wrapped tool's schema, strictness and all
@@ -129,7 +155,12 @@ class TollgateTool(BaseTool[BaseModel, Any]):
         decision = await self._guard.adecide(self.name, dict(args), call_id=call_id)
         if decision.denied:
             raise PermissionError(denial_message(self.name, decision))
-        return await self._tool.run_json(decision.input_for(args), cancellation_token, call_id=call_id)
+        result = await self._tool.run_json(decision.input_for(args), cancellation_token, call_id=call_id)
+        if self.screen_output:
+            screened = await self._guard.ascreen_tool_result(self.name, result, call_id=call_id)
+            if screened.denied:
+                raise PermissionError(withheld_message(self.name, screened))
+        return result
 
     async def save_state_json(self) -> Mapping[str, Any]:
         """The wrapped tool's state."""
@@ -143,10 +174,13 @@ class TollgateTool(BaseTool[BaseModel, Any]):
 def guard_tools(
     tools: Iterable[BaseTool[Any, Any] | Callable[..., Any]],
     client: Client | AsyncClient | None = None,
+    *,
+    screen_output: bool = False,
     **client_kwargs: Any,
 ) -> list[BaseTool[Any, Any]]:
     """Wraps each tool (an AutoGen tool, or a plain function made into a ``FunctionTool`` from its
-    docstring) in a :class:`TollgateTool` sharing one client, for an AgentChat agent's ``tools``."""
+    docstring) in a :class:`TollgateTool` sharing one client, for an AgentChat agent's ``tools``;
+    with ``screen_output`` their results are screened too."""
     guard = Guard(client, **client_kwargs)
     out: list[BaseTool[Any, Any]] = []
     for t in tools:
@@ -158,5 +192,5 @@ def guard_tools(
                 raise TypeError(f"not a tool or a function: {t!r}")
             doc = (getattr(t, "__doc__", None) or "").strip()
             t = FunctionTool(t, description=doc or getattr(t, "__name__", "tool"))
-        out.append(TollgateTool(t, guard))
+        out.append(TollgateTool(t, guard, screen_output=screen_output))
     return out

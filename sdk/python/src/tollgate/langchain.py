@@ -8,13 +8,15 @@ tool call and denies, rewrites or lets it through.
 
 A denied call does not run: the model gets an error ``ToolMessage`` carrying the OAP reason code
 and message, and the agent loop goes on. A ``modify`` decision runs the tool with the rewritten
-arguments. For a LangGraph graph of your own (or ``create_react_agent``), hand the middleware's
-hooks to the ``ToolNode``: ``TollgateMiddleware().tool_node(tools)``.
+arguments. With ``screen_output=True`` each tool result is screened too before the model reads it
+(``post_tool_call``: indirect prompt injection); a result Tollgate blocks is replaced by an error
+``ToolMessage`` saying why. For a LangGraph graph of your own (or ``create_react_agent``), hand the
+middleware's hooks to the ``ToolNode``: ``TollgateMiddleware().tool_node(tools)``.
 
 ``TollgateModelMiddleware`` adds the LLM hooks: each new user message is screened before it reaches
-the model (``pre_llm_call``: prompt injection), and each model response with tool calls is screened
-before they run (``post_llm_call``: safety terminations). A denial ends the run with an
-``AIMessage`` that says why.
+the model (``pre_llm_call``: prompt injection), and each model response is screened before its tool
+calls run and its text is kept (``post_llm_call``: safety terminations, output patterns such as
+``oap.secret_leak``). A denial ends the run with an ``AIMessage`` that says why.
 
 Install with ``pip install tollgate[langchain]``.
 """
@@ -32,7 +34,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
 from ._client import AsyncClient, Client
-from ._guard import Guard, denial_message
+from ._guard import Guard, denial_message, withheld_message
 from ._models import Decision
 
 __all__ = ["TollgateMiddleware", "TollgateModelMiddleware"]
@@ -47,12 +49,16 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     middleware makes its own from ``client_kwargs`` and the ``TOLLGATE_URL``,
     ``TOLLGATE_PASSPORT`` and ``TOLLGATE_TOKEN_FILE`` environment variables. The thread id sent
     with each call is the run's ``configurable.thread_id`` (or the runtime context's
-    ``thread_id``), so that per-thread rate limits work.
+    ``thread_id``), so that per-thread rate limits work. With ``screen_output`` every tool result
+    (a ``ToolMessage``) is screened before the model reads it (``post_tool_call``).
     """
 
-    def __init__(self, client: Client | AsyncClient | None = None, **client_kwargs: Any) -> None:
+    def __init__(self, client: Client | AsyncClient | None = None, *, screen_output: bool = False,
+                 **client_kwargs: Any) -> None:
         super().__init__()
         self._guard = Guard(client, **client_kwargs)
+        self.screen_output = screen_output
+        """Screen each tool result before the model reads it."""
 
     def wrap_tool_call(
         self,
@@ -61,10 +67,15 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     ) -> _Result:
         """Asks Tollgate, then runs the call as it is, runs it rewritten, or answers a denial."""
         name, args, call_id = _call(request)
-        decision = self._guard.decide(name, args, call_id=call_id, thread_id=_thread_id(request))
+        thread_id = _thread_id(request)
+        decision = self._guard.decide(name, args, call_id=call_id, thread_id=thread_id)
         if decision.denied:
             return _denied(request, name, decision)
-        return handler(_apply(request, args, decision))
+        result = handler(_apply(request, args, decision))
+        if not self.screen_output or not isinstance(result, ToolMessage):
+            return result
+        screened = self._guard.screen_tool_result(name, result.content, call_id=call_id, thread_id=thread_id)
+        return _withheld(result, name, screened)
 
     async def awrap_tool_call(
         self,
@@ -73,10 +84,15 @@ class TollgateMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     ) -> _Result:
         """The asynchronous form of :meth:`wrap_tool_call`."""
         name, args, call_id = _call(request)
-        decision = await self._guard.adecide(name, args, call_id=call_id, thread_id=_thread_id(request))
+        thread_id = _thread_id(request)
+        decision = await self._guard.adecide(name, args, call_id=call_id, thread_id=thread_id)
         if decision.denied:
             return _denied(request, name, decision)
-        return await handler(_apply(request, args, decision))
+        result = await handler(_apply(request, args, decision))
+        if not self.screen_output or not isinstance(result, ToolMessage):
+            return result
+        screened = await self._guard.ascreen_tool_result(name, result.content, call_id=call_id, thread_id=thread_id)
+        return _withheld(result, name, screened)
 
     def tool_node(self, tools: Sequence[Any], **kwargs: Any) -> ToolNode:
         """A LangGraph ``ToolNode`` running ``tools`` behind this middleware, for graphs built by
@@ -89,9 +105,11 @@ class TollgateModelMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     With ``screen_prompts`` (default), a conversation whose latest message is a new user message
     is screened before the model call (``pre_llm_call``); with ``screen_responses`` (default), a
-    model response carrying tool calls is screened before the calls run (``post_llm_call``). A
-    denial ends the run with an ``AIMessage`` naming the OAP reason (for a response, it replaces
-    the response, so none of its tool calls runs). Use it beside :class:`TollgateMiddleware`.
+    model response carrying tool calls or text is screened before the calls run
+    (``post_llm_call``, with the response's finish reason, tool calls and text). A denial ends
+    the run with an ``AIMessage`` naming the OAP reason (for a response, it replaces the
+    response, so none of its tool calls runs and its text is not kept). Use it beside
+    :class:`TollgateMiddleware`.
     """
 
     def __init__(
@@ -107,7 +125,7 @@ class TollgateModelMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         self.screen_prompts = screen_prompts
         """Screen new user messages before the model call."""
         self.screen_responses = screen_responses
-        """Screen model responses with tool calls before the calls run."""
+        """Screen model responses (tool calls and text) before the calls run."""
 
     @hook_config(can_jump_to=["end"])
     def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
@@ -127,8 +145,8 @@ class TollgateModelMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     @hook_config(can_jump_to=["end"])
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """Screens a response with tool calls; a denial replaces it and ends the run."""
-        last = _response_with_calls(state) if self.screen_responses else None
+        """Screens a response (its tool calls and text); a denial replaces it and ends the run."""
+        last = _response(state) if self.screen_responses else None
         if last is None:
             return None
         return _blocked_response(last, self._guard.screen_response(last, thread_id=_config_thread_id()))
@@ -136,7 +154,7 @@ class TollgateModelMiddleware(AgentMiddleware):  # type: ignore[type-arg]
     @hook_config(can_jump_to=["end"])
     async def aafter_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         """The asynchronous form of :meth:`after_model`."""
-        last = _response_with_calls(state) if self.screen_responses else None
+        last = _response(state) if self.screen_responses else None
         if last is None:
             return None
         return _blocked_response(last, await self._guard.ascreen_response(last, thread_id=_config_thread_id()))
@@ -152,10 +170,13 @@ def _new_user_turn(state: Any) -> list[Any] | None:
     return msgs if msgs and isinstance(msgs[-1], HumanMessage) else None
 
 
-def _response_with_calls(state: Any) -> AIMessage | None:
+def _response(state: Any) -> AIMessage | None:
+    """The model's response when it carries tool calls or text (nothing else to screen)."""
     msgs = _messages(state)
     last = msgs[-1] if msgs else None
-    return last if isinstance(last, AIMessage) and last.tool_calls else None
+    if not isinstance(last, AIMessage):
+        return None
+    return last if last.tool_calls or last.text.strip() else None
 
 
 def _config_thread_id() -> str | None:
@@ -181,7 +202,10 @@ def _blocked_prompt(d: Decision) -> dict[str, Any] | None:
 def _blocked_response(last: AIMessage, d: Decision) -> dict[str, Any] | None:
     if d.allow:
         return None
-    text = f"Tollgate suppressed this response's tool calls: {d.explain()}"
+    if last.tool_calls:
+        text = f"Tollgate suppressed this response and its tool calls: {d.explain()}"
+    else:
+        text = f"Tollgate withheld this response: {d.explain()}"
     # The same id replaces the response in the state, so its tool calls are gone.
     return {"messages": [AIMessage(text, id=last.id, additional_kwargs=_tollgate_info(d))], "jump_to": "end"}
 
@@ -209,6 +233,21 @@ def _apply(request: ToolCallRequest, args: dict[str, Any], decision: Decision) -
     if not decision.modified:
         return request
     return request.override(tool_call={**request.tool_call, "args": decision.input_for(args)})
+
+
+def _withheld(result: ToolMessage, name: str, decision: Decision) -> ToolMessage:
+    """The tool's result, or an error ToolMessage in its place when Tollgate blocked it."""
+    if decision.allow:
+        return result
+    return ToolMessage(
+        content=withheld_message(name, decision),
+        tool_call_id=result.tool_call_id,
+        name=result.name or name,
+        id=result.id,
+        status="error",
+        additional_kwargs={"tollgate": {"decision": decision.decision, "code": decision.code,
+                                        "policy_id": decision.policy_id, "decision_id": decision.decision_id}},
+    )
 
 
 def _denied(request: ToolCallRequest, name: str, decision: Decision) -> ToolMessage:

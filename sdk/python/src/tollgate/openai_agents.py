@@ -16,6 +16,9 @@ wanted changed: the model is told the rewritten arguments and asked to call agai
 :func:`agent_input_guardrail` is an agent input guardrail (``Agent(input_guardrails=[...])``) that
 screens the user's input before the agent's first model call (``pre_llm_call``); a denial
 (``oap.prompt_injection``) trips the wire, and the SDK raises ``InputGuardrailTripwireTriggered``.
+:func:`agent_output_guardrail` (``Agent(output_guardrails=[...])``) screens the agent's final output
+(``post_llm_call`` with the text as ``content``); a denial (an output pattern such as
+``oap.secret_leak``) trips the wire, and the SDK raises ``OutputGuardrailTripwireTriggered``.
 
 The tool output guardrail (:func:`tool_output_guardrail`, or ``guard_tools(..., screen_output=True)``)
 screens each tool's result before the model reads it (``post_tool_call``, with the tool's name and
@@ -38,6 +41,7 @@ from agents import (
     FunctionTool,
     GuardrailFunctionOutput,
     InputGuardrail,
+    OutputGuardrail,
     RunContextWrapper,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrail,
@@ -47,12 +51,13 @@ from agents import (
 )
 
 from ._client import AsyncClient, Client
-from ._guard import Guard, denial_message, parse_tool_arguments, retry_message
-from ._models import CODE_INVALID_REQUEST, Decision
+from ._guard import Guard, denial_message, parse_tool_arguments, retry_message, withheld_message
+from ._models import CODE_INVALID_REQUEST, Decision, to_jsonable
 
 __all__ = [
     "TollgateGuardrails",
     "agent_input_guardrail",
+    "agent_output_guardrail",
     "guard_tools",
     "tool_input_guardrail",
     "tool_output_guardrail",
@@ -82,6 +87,9 @@ class TollgateGuardrails:
         self.agent_input: InputGuardrail[Any] = InputGuardrail(
             guardrail_function=self._check_agent_input, name="tollgate_input", run_in_parallel=False)
         """An agent input guardrail that screens the user's input before the first model call."""
+        self.agent_output: OutputGuardrail[Any] = OutputGuardrail(
+            guardrail_function=self._check_agent_output, name="tollgate_output")
+        """An agent output guardrail that screens the agent's final output (``post_llm_call``)."""
 
     def guard(self, tool: Any, *, screen_output: bool = False) -> Any:
         """A copy of ``tool`` behind Tollgate: the input guardrail is added, and a ``modify``
@@ -149,14 +157,18 @@ class TollgateGuardrails:
         decision = await self._guard.ascreen_messages(messages, thread_id=_thread_id(ctx))
         return GuardrailFunctionOutput(output_info=_info(decision), tripwire_triggered=decision.denied)
 
+    async def _check_agent_output(self, ctx: RunContextWrapper[Any], agent: Agent[Any],
+                                  output: Any) -> GuardrailFunctionOutput:
+        decision = await self._guard.ascreen_response(None, content=_output_text(output), thread_id=_thread_id(ctx))
+        return GuardrailFunctionOutput(output_info=_info(decision), tripwire_triggered=decision.denied)
+
     async def _check_output(self, data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
         ctx = data.context
         decision = await self._guard.ascreen_tool_result(ctx.tool_name, data.output, call_id=ctx.tool_call_id,
                                                          thread_id=_thread_id(ctx))
         if decision.denied:
             return ToolGuardrailFunctionOutput.reject_content(
-                f"Tollgate withheld the output of tool {ctx.tool_name!r}: {decision.explain()}",
-                output_info=_info(decision))
+                withheld_message(ctx.tool_name, decision), output_info=_info(decision))
         return ToolGuardrailFunctionOutput.allow(output_info=_info(decision))
 
 
@@ -168,6 +180,11 @@ def tool_input_guardrail(client: Client | AsyncClient | None = None, **client_kw
 def agent_input_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> InputGuardrail[Any]:
     """A Tollgate agent input guardrail, to list in an agent's ``input_guardrails``."""
     return TollgateGuardrails(client, **client_kwargs).agent_input
+
+
+def agent_output_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> OutputGuardrail[Any]:
+    """A Tollgate agent output guardrail, to list in an agent's ``output_guardrails``."""
+    return TollgateGuardrails(client, **client_kwargs).agent_output
 
 
 def tool_output_guardrail(client: Client | AsyncClient | None = None, **client_kwargs: Any) -> ToolOutputGuardrail[Any]:
@@ -185,6 +202,16 @@ def _thread_id(ctx: Any) -> str | None:
     run_config = getattr(ctx, "run_config", None)
     group = getattr(run_config, "group_id", None)
     return str(group) if group else None
+
+
+def _output_text(output: Any) -> str:
+    """An agent's final output as text: a string as it is, structured output as JSON."""
+    if isinstance(output, str):
+        return output
+    try:
+        return json.dumps(to_jsonable(output), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(output)
 
 
 def _info(d: Decision) -> dict[str, Any]:
