@@ -105,9 +105,9 @@ class TollgateInterventionHandler(DefaultInterventionHandler):
         return message
 
     async def on_response(self, message: Any, *, sender: AgentId, recipient: AgentId | None) -> Any:
-        """With ``screen_output``, screens a ``FunctionExecutionResult``; anything else (and an
-        error result) passes unchanged."""
-        if not self.screen_output or not isinstance(message, FunctionExecutionResult) or message.is_error:
+        """With ``screen_output``, screens a ``FunctionExecutionResult``; anything else passes
+        unchanged."""
+        if not self.screen_output or not isinstance(message, FunctionExecutionResult):
             return message
         decision = await self._guard.ascreen_tool_result(message.name, message.content,
                                                          call_id=message.call_id or None)

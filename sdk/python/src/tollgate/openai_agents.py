@@ -88,7 +88,7 @@ class TollgateGuardrails:
             guardrail_function=self._check_agent_input, name="tollgate_input", run_in_parallel=False)
         """An agent input guardrail that screens the user's input before the first model call."""
         self.agent_output: OutputGuardrail[Any] = OutputGuardrail(
-            guardrail_function=self._check_agent_output, name="tollgate_output")
+            guardrail_function=self._check_agent_output, name="tollgate_response")
         """An agent output guardrail that screens the agent's final output (``post_llm_call``)."""
 
     def guard(self, tool: Any, *, screen_output: bool = False) -> Any:
