@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -31,6 +32,8 @@ const (
 	HookPreToolCall = "pre_tool_call"
 	HookPreLLMCall  = "pre_llm_call"
 	HookPostLLMCall = "post_llm_call"
+	// HookPostToolCall screens a tool's result (Request.ToolResult) before it reaches the model.
+	HookPostToolCall = "post_tool_call"
 )
 
 // Request is one decision request (the body of POST /v1/decide).
@@ -39,6 +42,7 @@ type Request struct {
 	AgentID      string         `json:"agent_id,omitempty"`
 	ToolName     string         `json:"tool_name,omitempty"`
 	ToolInput    map[string]any `json:"tool_input,omitempty"`
+	ToolResult   any            `json:"tool_result,omitempty"`
 	Hook         string         `json:"hook,omitempty"`
 	Messages     []Message      `json:"messages,omitempty"`
 	FinishReason string         `json:"finish_reason,omitempty"`
@@ -142,6 +146,26 @@ func (c *Client) Decide(ctx context.Context, req Request) (Decision, error) {
 		return Decision{}, err
 	}
 	return d, nil
+}
+
+// Verify asks the OAP verify route (POST /api/verify/policy/{policyID}) about a call whose context
+// holds the tool arguments plus agent_id, tool_name, thread_id or call_id; passport names the passport
+// when the context has no agent_id. Only the policies with that policy id are evaluated.
+func (c *Client) Verify(ctx context.Context, policyID, passport string, callContext map[string]any) (Decision, error) {
+	if passport == "" && callContext["agent_id"] == nil {
+		passport = c.Passport
+	}
+	body := struct {
+		Passport string         `json:"passport,omitempty"`
+		Context  map[string]any `json:"context"`
+	}{passport, callContext}
+	var out struct {
+		Decision Decision `json:"decision"`
+	}
+	if err := c.post(ctx, "/api/verify/policy/"+url.PathEscape(policyID), body, &out); err != nil {
+		return Decision{}, err
+	}
+	return out.Decision, nil
 }
 
 // DecideBatch asks about many requests in one round trip; the decisions are in request order.

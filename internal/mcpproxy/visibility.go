@@ -1,0 +1,159 @@
+package mcpproxy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/tollgate-dev/tollgate/internal/policy"
+)
+
+// Which tools tools/list shows.
+//
+// A tool is hidden from an agent when its passport can never use it, whatever the arguments:
+//
+//   - the passport cannot be presented at all: it is unknown (oap.passport_not_found), suspended,
+//     revoked or expired (oap.passport_suspended), or does not list the agent's ServiceAccount
+//     (oap.subject_not_allowed): every tool is hidden;
+//   - the tool's name maps to a capability the passport does not hold (oap.unknown_capability):
+//     mcp__<server>__<tool> maps to mcp.tool.execute by the built-in table unless a policy's
+//     toolCapabilities maps it to another capability.
+//
+// Rules are not consulted: a rule's `when` may depend on the arguments, so a rule that denies one
+// call says nothing about the next. To hide a tool, leave its capability out of the passport, or map
+// the tool to a capability the passport lacks (toolCapabilities: {tool: mcp__github__delete_*,
+// capability: mcp.github.admin}).
+//
+// The engine answers that question without side effects when asked a pre_tool_call with no
+// arguments restricted to a policy id no policy carries (VisibilityProbePolicyID): it checks the
+// passport, the caller and the capability, then finds no policy to evaluate and denies with
+// oap.policy_denied, before any rule, rate limit or external evaluator runs. Over HTTP the same
+// question is the OAP verify route (POST /api/verify/policy/{policy_id}), which needs the passport's
+// name: a remote proxy without --passport shows every tool. Hiding is for the model's benefit only;
+// every tools/call is decided in full, hidden tool or not.
+
+// VisibilityProbePolicyID is the policy id of visibility probes. No policy should carry it: one that
+// did would be evaluated by the probes.
+const VisibilityProbePolicyID = "tollgate.mcp.visibility.probe"
+
+// hiddenCodes are the deny codes that mean the passport can never use the tool.
+var hiddenCodes = map[string]bool{
+	policy.CodePassportNotFound:  true,
+	policy.CodePassportSuspended: true,
+	policy.CodeSubjectNotAllowed: true,
+	policy.CodeUnknownCapability: true,
+}
+
+// errCannotProbe means the decider cannot answer a visibility probe; the tool is shown.
+var errCannotProbe = errors.New("visibility cannot be probed without the passport's name")
+
+// Bounds of the visibility cache.
+const (
+	defaultVisibilityTTL  = 5 * time.Second
+	maxVisibilityEntries  = 10000
+	maxConcurrentProbes   = 8
+	maxVisibilityProbeDur = 10 * time.Second
+)
+
+// visibility answers and caches visibility probes.
+type visibility struct {
+	decider  Decider
+	passport string
+	ttl      time.Duration
+	now      func() time.Time
+
+	mu    sync.Mutex
+	cache map[visKey]visEntry
+}
+
+type visKey struct{ who, tool string }
+
+type visEntry struct {
+	visible bool
+	expires time.Time
+}
+
+// callerKey identifies whose visibility an entry is: the authenticated ServiceAccount, or the
+// presented token's digest (a remote decider authenticates it), or nobody (authentication off).
+func callerKey(c Caller) string {
+	switch {
+	case c.Identity != nil:
+		return "sa:" + c.Identity.String()
+	case c.Token != "":
+		sum := sha256.Sum256([]byte(c.Token))
+		return "token:" + hex.EncodeToString(sum[:16])
+	}
+	return ""
+}
+
+// filter returns the tools of names that caller may see (in order).
+func (v *visibility) filter(ctx context.Context, caller Caller, names []string) ([]bool, error) {
+	who := callerKey(caller)
+	out := make([]bool, len(names))
+	now := v.now()
+	var todo []int
+	v.mu.Lock()
+	for i, n := range names {
+		if e, ok := v.cache[visKey{who, n}]; ok && now.Before(e.expires) {
+			out[i] = e.visible
+			continue
+		}
+		todo = append(todo, i)
+	}
+	v.mu.Unlock()
+	if len(todo) == 0 {
+		return out, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, maxVisibilityProbeDur)
+	defer cancel()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(maxConcurrentProbes)
+	for _, i := range todo {
+		g.Go(func() error {
+			visible, err := v.probe(gctx, caller, names[i])
+			if err != nil {
+				return err
+			}
+			out[i] = visible
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.cache)+len(todo) > maxVisibilityEntries {
+		for k, e := range v.cache {
+			if !now.Before(e.expires) || len(v.cache)+len(todo) > maxVisibilityEntries {
+				delete(v.cache, k)
+			}
+		}
+	}
+	for _, i := range todo {
+		v.cache[visKey{who, names[i]}] = visEntry{visible: out[i], expires: now.Add(v.ttl)}
+	}
+	return out, nil
+}
+
+// probe asks whether the caller's passport can ever use tool.
+func (v *visibility) probe(ctx context.Context, caller Caller, tool string) (bool, error) {
+	req := policy.Request{Passport: v.passport, ToolName: tool, ToolInput: map[string]any{},
+		Hook: policy.HookPreToolCall, PolicyID: VisibilityProbePolicyID}
+	d, err := v.decider.Decide(ctx, &req, caller)
+	switch {
+	case errors.Is(err, errCannotProbe):
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("deciding which tools the agent may see: %w", err)
+	case d.Decision != policy.DecisionDeny || len(d.Reasons) == 0:
+		return true, nil
+	}
+	return !hiddenCodes[d.Reasons[0].Code], nil
+}
