@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -53,6 +54,9 @@ func (s *Snapshot) Decide(ctx context.Context, req Request) Decision {
 		if p == nil {
 			return deny(d, CodePassportNotFound, fmt.Sprintf("passport %q not found in namespace %q", req.Passport, s.namespace), "")
 		}
+		if req.Caller != nil && !req.Caller.mayPresent(&p.src, s.namespace) {
+			return s.subjectNotAllowed(d, p, req.Caller)
+		}
 		if req.AgentID != "" && req.AgentID != p.agentID {
 			return deny(d, CodeInvalidRequest, fmt.Sprintf("agent_id %q does not match passport %q", req.AgentID, req.Passport), "")
 		}
@@ -60,6 +64,9 @@ func (s *Snapshot) Decide(ctx context.Context, req Request) Decision {
 		p = s.byAgentID[req.AgentID]
 		if p == nil {
 			return deny(d, CodePassportNotFound, fmt.Sprintf("no passport with agent id %q in namespace %q", req.AgentID, s.namespace), "")
+		}
+		if req.Caller != nil && !req.Caller.mayPresent(&p.src, s.namespace) {
+			return s.subjectNotAllowed(d, p, req.Caller)
 		}
 	default:
 		return deny(d, CodeInvalidRequest, "passport or agent_id is required", "")
@@ -86,6 +93,25 @@ func (s *Snapshot) Decide(ctx context.Context, req Request) Decision {
 		return s.decideToolResult(d, p, &req)
 	}
 	return s.decideTool(ctx, d, p, &req, now)
+}
+
+// subjectNotAllowed denies a caller whose ServiceAccount the passport does not list. The answer is
+// about who asks, not about the call, so it is never cacheable (expires_in 0).
+func (s *Snapshot) subjectNotAllowed(d Decision, p *cPassport, c *Caller) Decision {
+	d.PassportDigest = p.passportDigest()
+	d.ExpiresIn = 0
+	return deny(d, CodeSubjectNotAllowed, fmt.Sprintf("service account %s may not present passport %s/%s (not in spec.subjects.serviceAccounts)",
+		c, s.namespace, p.src.Name), "")
+}
+
+// mayPresent reports whether c's ServiceAccount may present p, a passport of namespace ns (the
+// snapshot's, when p names none).
+func (c *Caller) mayPresent(p *Passport, ns string) bool {
+	if p.Namespace != "" {
+		ns = p.Namespace
+	}
+	return (c.Namespace == ns || c.AnyNamespace) && c.ServiceAccount != "" &&
+		slices.Contains(p.Spec.Subjects.ServiceAccounts, c.ServiceAccount)
 }
 
 // nextID returns a decision id: a per-snapshot random prefix and a counter.

@@ -401,6 +401,29 @@ type Request struct {
 	// PolicyID, when set, restricts evaluation to policies with that policy id (OAP verify route).
 	// It is never read from JSON so that callers cannot skip policies.
 	PolicyID string `json:"-"`
+	// Caller, when set, is the authenticated ServiceAccount asking: the passport must list it in
+	// spec.subjects.serviceAccounts, else the decision is a deny oap.subject_not_allowed. It comes
+	// from authentication, never from JSON. Nil means authentication is off (local use).
+	Caller *Caller `json:"-"`
+}
+
+// Caller is an authenticated caller: a Kubernetes ServiceAccount.
+type Caller struct {
+	// Namespace is the ServiceAccount's namespace.
+	Namespace string
+	// ServiceAccount is the ServiceAccount's name.
+	ServiceAccount string
+	// AnyNamespace makes the caller match ServiceAccount in every namespace's passports (a static
+	// token whose subject is a plain name). TokenReview callers never set it.
+	AnyNamespace bool
+}
+
+// String returns "namespace/name" ("*/name" for AnyNamespace).
+func (c Caller) String() string {
+	if c.AnyNamespace {
+		return "*/" + c.ServiceAccount
+	}
+	return c.Namespace + "/" + c.ServiceAccount
 }
 
 // Message is one conversation message.
