@@ -50,19 +50,19 @@ func newServeCommand() command {
 }
 
 // BindFlags registers serve's flags.
-func (c *serveCommand) BindFlags(fs *flag.FlagSet) {
-	c.manifests.BindFlags(fs)
-	c.listen.BindFlags(fs)
-	c.listen.bindMetricsFlag(fs)
-	bindDefaultNamespace(fs, &c.defaultNamespace, "the one namespace holding the passport")
-	fs.BoolVar(&c.watch, "watch", c.watch, "reload the manifests when they change; an invalid change keeps the last good set")
-	c.log.BindFlags(fs)
-	c.decisionLog.BindFlags(fs, "stderr")
-	fs.StringVar(&c.tokenFile, "token-file", c.tokenFile, "require a bearer token listed in FILE (lines \"<token> <subject>\", "+
+func (c *serveCommand) BindFlags(flags *flag.FlagSet) {
+	c.manifests.BindFlags(flags)
+	c.listen.BindFlags(flags)
+	c.listen.bindMetricsFlag(flags)
+	bindDefaultNamespace(flags, &c.defaultNamespace, "the one namespace holding the passport")
+	flags.BoolVar(&c.watch, "watch", c.watch, "reload the manifests when they change; an invalid change keeps the last good set")
+	c.log.BindFlags(flags)
+	c.decisionLog.BindFlags(flags, "stderr")
+	flags.StringVar(&c.tokenFile, "token-file", c.tokenFile, "require a bearer token listed in FILE (lines \"<token> <subject>\", "+
 		"subject system:serviceaccount:<ns>:<name> or a ServiceAccount name); re-read on change and on SIGHUP")
-	c.kube.BindFlags(fs, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
-	c.tokenReview.BindFlags(fs)
-	deprecatedAliases(fs,
+	c.kube.BindFlags(flags, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
+	c.tokenReview.BindFlags(flags)
+	deprecatedAliases(flags,
 		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
 }
 
