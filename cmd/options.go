@@ -40,7 +40,7 @@ type logOptions struct {
 
 // BindFlags registers --log-format.
 func (o *logOptions) BindFlags(fs *flag.FlagSet) {
-	fs.Var(logFormatValue{o}, "log-format", "operational log format on stderr: text or json")
+	fs.Var(logFormatValue{o}, "log-format", "`format` of the operational logs on stderr: text or json")
 }
 
 // bindLogJSON registers --log-json, the decider's old boolean spelling of --log-format json.
@@ -190,7 +190,7 @@ type listenOptions struct {
 // BindFlags registers --bind-address.
 func (o *listenOptions) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.addr, "bind-address", o.addr,
-		"address of the decision API, host:port (:8080 listens on every interface, port 0 picks a free port)")
+		"address of the decision API and /healthz, /readyz, /metrics, host:port (:8080 listens on every interface, port 0 picks a free port)")
 }
 
 // bindMetricsFlag registers --metrics-bind-address.
@@ -265,8 +265,8 @@ type manifestOptions struct {
 
 // BindFlags registers -f and --filename.
 func (o *manifestOptions) BindFlags(fs *flag.FlagSet) {
-	fs.Var(&o.files, "f", "GuardrailPolicy/AgentPassport manifest file or directory (repeatable; YAML or JSON)")
-	fs.Var(&o.files, "filename", "same as -f")
+	fs.Var(&o.files, "f", "GuardrailPolicy/AgentPassport manifest file or directory, a `path` (repeatable; YAML or JSON)")
+	fs.Var(&o.files, "filename", "same as -f (a `path`)")
 }
 
 // paths returns the files given with -f and as positional arguments; none is a usage error (after
