@@ -137,7 +137,7 @@ func New(cfg Config) (*Proxy, error) {
 		p.servers[up.Name] = px
 		h := http.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return px.server },
 			&mcp.StreamableHTTPOptions{Logger: cfg.Logger, SessionTimeout: cfg.SessionTimeout,
-				MaxRequestBodyBytes: maxRequestBodyBytes}))
+				MaxRequestBodyBytes: maxRequestBodyBytes, JSONResponse: true}))
 		if cfg.Authenticator != nil || cfg.DelegateAuthentication {
 			h = auth.RequireBearerToken(p.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 		}

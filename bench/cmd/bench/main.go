@@ -43,14 +43,15 @@ const (
 	stageEngine      = "engine"
 	stageScale       = "scale"
 	stagePropagation = "propagation"
+	stageMCP         = "mcp"
 )
 
 // stageNames are the stages in the order they run: the HTTP stage first, while this process's heap
 // is still small.
-var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation}
+var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation, stageMCP}
 
 // tableOrder is the order of the stages' rows in the table (the numbering).
-var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale}
+var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale, stageMCP}
 
 func main() {
 	if err := run(); err != nil {
@@ -111,6 +112,7 @@ func run() error {
 	}
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
 		stageHTTP: benchHTTP, stageEngine: benchEngine, stageScale: benchScale, stagePropagation: benchPropagation,
+		stageMCP: benchMCP,
 	}
 	stageRows, stageNotes := map[string][]report.Row{}, map[string][]string{}
 	for _, name := range stageNames {
