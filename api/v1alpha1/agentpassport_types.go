@@ -179,6 +179,7 @@ type AgentPassportStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=ap,categories=tollgate
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentID`
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner.id`

@@ -38,24 +38,15 @@ const (
 	ReasonNoPassports = "NoPassportsSelected"
 	// ReasonBundleWriteFailed surfaces on Ready=False when the compiled bundle could not be stored.
 	ReasonBundleWriteFailed = "BundleWriteFailed"
+	// ReasonBundleRejected surfaces on every policy's Ready=False and Stalled=True when the namespace's
+	// policies, each valid, do not compile together as a decision endpoint compiles them (e.g. over a
+	// per-bundle budget); the message names the field path and the budget. Their new generations are
+	// not stored: the last good bundle keeps serving until a policy is simplified, split or deleted.
+	ReasonBundleRejected = "BundleRejected"
 	// ReasonInvalid surfaces on a passport's Ready=False and Stalled=True when its spec fails the engine's
 	// validation (the webhook was bypassed); the passport is left out of the bundle, so its calls are denied.
 	ReasonInvalid = "Invalid"
 	// ReasonDuplicateAgentID surfaces on a passport's Ready=False and Stalled=True when another passport of
 	// the namespace (created earlier) already uses its effective agent id; it is left out of the bundle.
 	ReasonDuplicateAgentID = "DuplicateAgentID"
-)
-
-// Labels and annotations.
-const (
-	// AnnotationPassport on a pod names the AgentPassport (in the pod's namespace) the pod presents.
-	AnnotationPassport = "tollgate.dev/passport"
-	// AnnotationContainers on a pod lists (comma-separated) the containers to wire; default all.
-	AnnotationContainers = "tollgate.dev/containers"
-	// LabelGuarded marks a pod the injector wired to a decision endpoint.
-	LabelGuarded = "tollgate.dev/guarded"
-	// LabelBundleNamespace on a bundle ConfigMap names the namespace whose objects it holds.
-	LabelBundleNamespace = "tollgate.dev/bundle-namespace"
-	// LabelBundle marks ConfigMaps that hold compiled bundles.
-	LabelBundle = "tollgate.dev/bundle"
 )

@@ -153,6 +153,7 @@ type Rule struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=atomic
 	// +required
 	Tools []string `json:"tools"`
 
@@ -195,6 +196,7 @@ type Requirement struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=atomic
 	// +optional
 	Tools []string `json:"tools,omitempty"`
 
@@ -230,6 +232,7 @@ type RateLimit struct {
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=128
+	// +listType=atomic
 	// +optional
 	Tools []string `json:"tools,omitempty"`
 
@@ -456,7 +459,7 @@ type GuardrailPolicySpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	// +kubebuilder:default=0
 	// +optional
-	Priority int32 `json:"priority"`
+	Priority int32 `json:"priority,omitempty"`
 
 	// toolCapabilities maps tool-name globs to OAP capability ids, overriding the built-in table.
 	// +kubebuilder:validation:MaxItems=128
@@ -465,8 +468,10 @@ type GuardrailPolicySpec struct {
 	// +optional
 	ToolCapabilities []ToolCapability `json:"toolCapabilities,omitempty"`
 
-	// rules are evaluated in order; the first match decides.
+	// rules are evaluated in order; the first match decides. The list is replaced as a whole
+	// (atomic): merging rules from several managers could change their order.
 	// +kubebuilder:validation:MaxItems=256
+	// +listType=atomic
 	// +optional
 	Rules []Rule `json:"rules,omitempty"`
 

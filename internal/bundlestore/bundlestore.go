@@ -12,9 +12,10 @@
 //   - binaryData["bundle.json.gz"]: shard i's slice of the gzip stream of the Bundle JSON; the
 //     concatenation of all shards in index order is the whole stream.
 //
-// Readers select ConfigMaps by label, group them by bundle namespace (GroupByNamespace) and Decode
-// each group; a group with a missing shard or shards of different revisions is an error (the
-// writer is between two updates), and the reader should keep its last good bundle.
+// Readers watch the ConfigMaps carrying Selector's labels, read the namespace each holds
+// (BundleNamespace), list that namespace's ConfigMaps (NamespaceSelector) and Decode them; a group
+// with a missing shard or shards of different revisions is an error (the writer is between two
+// updates), and the reader should keep its last good bundle.
 package bundlestore
 
 import (
@@ -99,31 +100,6 @@ func Revisions(cms []corev1.ConfigMap) string {
 		}
 	}
 	return rev
-}
-
-// GroupByNamespace returns the bundle ConfigMaps of cms keyed by the namespace whose bundle they hold,
-// each group ordered by shard index. ConfigMaps that are not bundles are ignored.
-func GroupByNamespace(cms []corev1.ConfigMap) map[string][]corev1.ConfigMap {
-	out := map[string][]corev1.ConfigMap{}
-	for i := range cms {
-		ns := BundleNamespace(&cms[i])
-		if ns == "" {
-			continue
-		}
-		out[ns] = append(out[ns], cms[i])
-	}
-	for _, group := range out {
-		sortShards(group)
-	}
-	return out
-}
-
-func sortShards(cms []corev1.ConfigMap) {
-	slices.SortStableFunc(cms, func(a, b corev1.ConfigMap) int {
-		ia, _ := strconv.Atoi(a.Labels[LabelShard])
-		ib, _ := strconv.Atoi(b.Labels[LabelShard])
-		return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a.Name, b.Name))
-	})
 }
 
 // Encode returns the ConfigMaps (in operatorNamespace) storing b: one when the compressed bundle fits

@@ -1,9 +1,11 @@
 package bundlestore
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -245,6 +247,25 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// groupByNamespace groups the bundle ConfigMaps of cms by the namespace whose bundle they hold, as a
+// reader watching every bundle does; other ConfigMaps are ignored.
+func groupByNamespace(cms []corev1.ConfigMap) map[string][]corev1.ConfigMap {
+	out := map[string][]corev1.ConfigMap{}
+	for i := range cms {
+		if ns := BundleNamespace(&cms[i]); ns != "" {
+			out[ns] = append(out[ns], cms[i])
+		}
+	}
+	for _, group := range out {
+		slices.SortStableFunc(group, func(a, b corev1.ConfigMap) int {
+			ia, _ := strconv.Atoi(a.Labels[LabelShard])
+			ib, _ := strconv.Atoi(b.Labels[LabelShard])
+			return cmp.Or(cmp.Compare(ia, ib), cmp.Compare(a.Name, b.Name))
+		})
+	}
+	return out
+}
+
 func TestGroupByNamespace(t *testing.T) {
 	a, err := encode(opNS, policy.Bundle{Namespace: "a", Passports: passports(500)}, 4*1024)
 	if err != nil {
@@ -263,7 +284,7 @@ func TestGroupByNamespace(t *testing.T) {
 			all = append(all, unrelated)
 		}
 	}
-	groups := GroupByNamespace(all)
+	groups := groupByNamespace(all)
 	if len(groups) != 2 {
 		t.Fatalf("got %d groups, want 2", len(groups))
 	}

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,32 +28,23 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
-// BundleReconciler writes, for each namespace holding passports or policies, a policy.Bundle of its
-// valid objects to ConfigMaps in the operator namespace (internal/bundlestore). Its requests are
-// keyed by namespace (Request.Name is the namespace), and events are paced per namespace so a burst
-// of updates settles with few writes. A bundle is rewritten only when its revision changed.
+// BundleReconciler writes, for each namespace holding passports or policies, the bundle
+// convert.BundleBuilder builds from its objects to ConfigMaps in the operator namespace
+// (internal/bundlestore). Its requests are keyed by namespace (Request.Name is the namespace), and
+// events are paced per namespace so a burst of updates settles with few writes. A bundle is
+// rewritten only when its revision changed.
 type BundleReconciler struct {
-	client   client.Client
-	reader   client.Reader
-	opNS     string
-	registry *registry
-	compiles *compileCache
-	pacer    *pacer
+	client      client.Client
+	reader      client.Reader
+	opNS        string
+	state       *bundleState
+	validations *validations
+	pacer       *pacer
 
 	policyEvents   chan<- event.GenericEvent
 	passportEvents chan<- event.GenericEvent
 
-	convMu sync.Mutex
-	conv   map[string]map[string]convertedPassport // namespace -> name -> conversion
-
 	writes atomic.Int64
-}
-
-// convertedPassport caches one passport's conversion for the resourceVersion it was made from.
-type convertedPassport struct {
-	resourceVersion string
-	passport        policy.Passport
-	invalid         string
 }
 
 // +kubebuilder:rbac:groups="",namespace=tollgate-system,resources=configmaps,verbs=get;list;watch;create;update;patch;delete;deletecollection
@@ -83,168 +73,112 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, fmt.Errorf("deleting the bundle of %s: %w", ns, err)
 		}
 		r.writes.Add(1)
-		r.registry.forget(ns)
-		r.forgetConversions(ns)
+		r.state.forget(ns)
+		r.validations.forgetNamespace(ns)
 		log.V(1).Info("deleted bundle: the namespace has no passports or policies left")
 		return ctrl.Result{}, nil
 	}
 
-	prev, known := r.registry.get(ns)
+	prev, known := r.state.get(ns)
 	if !known {
 		prev = r.loadStored(ctx, ns)
 	}
-	b, next := r.build(ns, passports.Items, policies.Items, prev)
-	rev := b.Revision()
+	built := r.builder(prev).Build(namespaceObjects(ns, passports.Items, policies.Items))
+	if built.Err != nil {
+		// Not even the last good policies compile together: keep what is stored and retry.
+		r.state.setWriteErr(ns, built.Err.Error())
+		if prev.writeErr == "" {
+			r.notifyAll(ctx, ns, passports.Items, policies.Items)
+		}
+		return ctrl.Result{}, built.Err
+	}
+	rev := built.Bundle.Revision()
 	if rev == "" {
 		return ctrl.Result{}, fmt.Errorf("bundle of %s cannot be encoded as JSON", ns)
 	}
 	if rev != prev.revision || prev.writeErr != "" {
-		if err := r.store(ctx, ns, b); err != nil {
-			r.registry.setWriteErr(ns, err.Error())
+		if err := r.store(ctx, ns, built.Bundle); err != nil {
+			r.state.setWriteErr(ns, err.Error())
 			if prev.writeErr == "" {
 				r.notifyAll(ctx, ns, passports.Items, policies.Items)
 			}
 			return ctrl.Result{}, err
 		}
-		log.V(1).Info("stored bundle", "revision", rev, "passports", len(b.Passports), "policies", len(b.Policies))
+		log.V(1).Info("stored bundle", "revision", rev, "passports", len(built.Bundle.Passports), "policies", len(built.Bundle.Policies))
 	}
-	next.revision = rev
-	r.registry.put(ns, next)
+	if built.Rejected != nil {
+		log.Info("the policies' current generations do not compile together; their last good versions stay in the bundle",
+			"errors", policy.JoinErrors(built.Rejected.Errors(), "; "))
+	}
+	next := record(rev, policies.Items, built)
+	r.state.put(ns, next)
 	if !known || prev.writeErr != "" {
 		r.notifyAll(ctx, ns, passports.Items, policies.Items)
 	} else {
-		r.notifyChanged(ctx, ns, prev, next)
+		r.notifyChanged(ctx, ns, prev, next, policies.Items)
 	}
 	return ctrl.Result{}, nil
 }
 
-// build returns the bundle of ns and the record describing it. Passports are never held back;
-// invalid ones and duplicates of an earlier passport's agent id are left out (their calls are
-// denied). A policy whose current generation does not compile keeps its enforced generation.
-func (r *BundleReconciler) build(ns string, passports []guardrailsv1alpha1.AgentPassport,
-	policies []guardrailsv1alpha1.GuardrailPolicy, prev namespaceRecord) (policy.Bundle, namespaceRecord) {
-	next := namespaceRecord{policies: map[string]enforcedPolicy{}, excluded: map[string]excludedPassport{}}
-	b := policy.Bundle{Version: policy.BundleVersion, Namespace: ns,
-		Passports: make([]policy.Passport, 0, len(passports)), Policies: make([]policy.Policy, 0, len(policies))}
+// builder is the bundle builder of a namespace whose stored bundle prev describes: it validates
+// through the cache and falls back to the stored version of a policy (same UID, or loaded from a
+// bundle an earlier process wrote).
+func (r *BundleReconciler) builder(prev namespaceRecord) convert.BundleBuilder {
+	return convert.BundleBuilder{
+		Policy:   r.validations.policy,
+		Passport: r.validations.passport,
+		LastGood: func(p *guardrailsv1alpha1.GuardrailPolicy) (policy.Policy, bool) {
+			old, ok := prev.policies[p.Name]
+			if !ok || (old.uid != "" && old.uid != p.UID) {
+				return policy.Policy{}, false
+			}
+			return old.spec, true
+		},
+	}
+}
 
-	// The earliest passport keeps a contested agent id.
+// namespaceObjects lists the objects of ns for the builder, passports oldest first (the earliest
+// passport keeps a contested agent id) and policies by name (so problems are reported in a stable
+// order).
+func namespaceObjects(ns string, passports []guardrailsv1alpha1.AgentPassport, policies []guardrailsv1alpha1.GuardrailPolicy) convert.Objects {
 	slices.SortFunc(passports, func(x, y guardrailsv1alpha1.AgentPassport) int {
 		return cmp.Or(x.CreationTimestamp.Compare(y.CreationTimestamp.Time), cmp.Compare(x.Name, y.Name))
 	})
-	convs := r.conversions(ns, passports)
-	owners := make(map[string]string, len(passports))
+	slices.SortFunc(policies, func(x, y guardrailsv1alpha1.GuardrailPolicy) int { return cmp.Compare(x.Name, y.Name) })
+	objs := convert.Objects{Namespace: ns,
+		Passports: make([]*guardrailsv1alpha1.AgentPassport, len(passports)),
+		Policies:  make([]*guardrailsv1alpha1.GuardrailPolicy, len(policies))}
 	for i := range passports {
-		name := passports[i].Name
-		c := convs[name]
-		if c.invalid != "" {
-			next.excluded[name] = excludedPassport{reason: guardrailsv1alpha1.ReasonInvalid, message: c.invalid}
-			continue
-		}
-		id := c.passport.Spec.AgentID
-		if id == "" {
-			id = c.passport.UID
-		}
-		if owner, dup := owners[id]; dup {
-			next.excluded[name] = excludedPassport{reason: guardrailsv1alpha1.ReasonDuplicateAgentID,
-				message: fmt.Sprintf("agent id %q is already used by passport %q (created earlier); this passport is left out of the bundle, so its calls are denied", id, owner)}
-			continue
-		}
-		owners[id] = name
-		b.Passports = append(b.Passports, c.passport)
+		objs.Passports[i] = &passports[i]
 	}
+	for i := range policies {
+		objs.Policies[i] = &policies[i]
+	}
+	return objs
+}
 
+// record describes the stored bundle built at revision rev for the status reconcilers.
+func record(rev string, policies []guardrailsv1alpha1.GuardrailPolicy, built convert.BuiltBundle) namespaceRecord {
+	rec := namespaceRecord{revision: rev, policies: map[string]enforcedPolicy{}, excluded: map[string]excludedPassport{}}
+	if built.Rejected != nil {
+		rec.rejected = policy.JoinErrors(built.Rejected.Errors(), "; ")
+	}
 	for i := range policies {
 		p := &policies[i]
-		key := types.NamespacedName{Namespace: ns, Name: p.Name}
-		conv, err := convert.Policy(p)
-		var errs field.ErrorList
-		if err != nil {
-			errs = field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
-		} else {
-			errs = r.compiles.compile(key, p.UID, p.Generation, conv.Spec)
+		if out := built.Policies[p.Name]; out.Enforced != nil {
+			rec.policies[p.Name] = enforcedPolicy{uid: p.UID, spec: *out.Enforced, selected: int32(out.Selected)}
 		}
-		switch old, ok := prev.policies[p.Name]; {
-		case len(errs) == 0:
-			next.policies[p.Name] = enforcedPolicy{uid: p.UID, spec: conv}
-		case ok && (old.uid == "" || old.uid == p.UID):
-			old.uid = p.UID
-			next.policies[p.Name] = old // last known good
-		default:
-			continue
-		}
-		b.Policies = append(b.Policies, next.policies[p.Name].spec)
 	}
-	countSelected(b.Passports, next.policies)
-	return b, next
-}
-
-// conversions returns the converted passports of ns, reusing conversions of unchanged objects.
-func (r *BundleReconciler) conversions(ns string, passports []guardrailsv1alpha1.AgentPassport) map[string]convertedPassport {
-	r.convMu.Lock()
-	old := r.conv[ns]
-	r.convMu.Unlock()
-	out := make(map[string]convertedPassport, len(passports))
-	for i := range passports {
-		p := &passports[i]
-		if c, ok := old[p.Name]; ok && c.resourceVersion == p.ResourceVersion && c.passport.UID == string(p.UID) {
-			out[p.Name] = c
-			continue
-		}
-		c := convertedPassport{resourceVersion: p.ResourceVersion}
-		conv, err := convert.Passport(p)
+	for name, out := range built.Passports {
 		switch {
-		case err != nil:
-			c.invalid = err.Error()
-		default:
-			c.passport = conv
-			if fe := policy.ValidatePassport(conv.Spec); len(fe) > 0 {
-				c.invalid = truncate("the passport is left out of the bundle, so its calls are denied: " + joinErrors(fe))
-			}
+		case len(out.Errors) > 0:
+			rec.excluded[name] = excludedPassport{reason: guardrailsv1alpha1.ReasonInvalid, why: joinErrors(out.Errors)}
+		case out.HeldBy != "":
+			rec.excluded[name] = excludedPassport{reason: guardrailsv1alpha1.ReasonDuplicateAgentID,
+				why: fmt.Sprintf("agent id %q is already used by passport %q (created earlier)", out.AgentID, out.HeldBy)}
 		}
-		out[p.Name] = c
 	}
-	r.convMu.Lock()
-	r.conv[ns] = out
-	r.convMu.Unlock()
-	return out
-}
-
-func (r *BundleReconciler) forgetConversions(ns string) {
-	r.convMu.Lock()
-	defer r.convMu.Unlock()
-	delete(r.conv, ns)
-}
-
-// countSelected sets each enforced policy's selected count over the bundle's passports.
-func countSelected(passports []policy.Passport, policies map[string]enforcedPolicy) {
-	groups := map[string]labels.Set{}
-	counts := map[string]int32{}
-	for i := range passports {
-		k := labels.Set(passports[i].Labels).String()
-		if _, ok := groups[k]; !ok {
-			groups[k] = labels.Set(passports[i].Labels)
-		}
-		counts[k]++
-	}
-	for name, ep := range policies {
-		sel := labels.Everything()
-		if ls := ep.spec.Spec.PassportSelector; ls != nil {
-			s, err := metav1.LabelSelectorAsSelector(ls)
-			if err != nil {
-				sel = labels.Nothing()
-			} else {
-				sel = s
-			}
-		}
-		var n int32
-		for k, set := range groups {
-			if sel.Matches(set) {
-				n += counts[k]
-			}
-		}
-		ep.selected = n
-		policies[name] = ep
-	}
+	return rec
 }
 
 // loadStored reads what an earlier process stored for ns: its revision and its policies (the last
@@ -319,8 +253,15 @@ func (r *BundleReconciler) store(ctx context.Context, ns string, b policy.Bundle
 	return nil
 }
 
-// notifyChanged asks the status reconcilers to revisit the objects whose enforcement changed.
-func (r *BundleReconciler) notifyChanged(ctx context.Context, ns string, prev, next namespaceRecord) {
+// notifyChanged asks the status reconcilers to revisit the objects whose enforcement changed, and
+// every policy when whether the namespace's policies compile together changed.
+func (r *BundleReconciler) notifyChanged(ctx context.Context, ns string, prev, next namespaceRecord, policies []guardrailsv1alpha1.GuardrailPolicy) {
+	if prev.rejected != next.rejected {
+		// Every policy of the namespace reports whether the namespace's bundle compiles.
+		for i := range policies {
+			r.send(ctx, r.policyEvents, &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: policies[i].Name}})
+		}
+	}
 	for name, n := range next.policies {
 		o, ok := prev.policies[name]
 		if !ok || o.uid != n.uid || o.spec.Generation != n.spec.Generation || o.selected != n.selected ||

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -404,6 +405,112 @@ var _ = Describe("Bundle writer", func() {
 			_, _, err := readBundle(ctx, k8sClient, ns)
 			return err
 		}, timeout).Should(MatchError(errNoBundle))
+	})
+
+	It("refuses a bundle whose policies together exceed the per-bundle budget; the last good bundle keeps serving", func() {
+		ns := newNamespace("over-budget")
+		Expect(k8sClient.Create(ctx, newPassport(ns, "agent"))).To(Succeed())
+		// Each policy holds 8 distinct expressions of about 3,880 characters: within the per-policy
+		// budget (policy.MaxPolicyExpressionBytes), four of them within the per-bundle budget
+		// (policy.MaxBundleExpressionBytes), five over it.
+		const rulesPer, exprBytes = 8, 3880
+		Expect(rulesPer * (exprBytes + 50)).To(BeNumerically("<", policy.MaxPolicyExpressionBytes))
+		Expect(4 * rulesPer * (exprBytes + 50)).To(BeNumerically("<", policy.MaxBundleExpressionBytes))
+		Expect(5 * rulesPer * exprBytes).To(BeNumerically(">", policy.MaxBundleExpressionBytes))
+		bulky := func(name string) *v1.GuardrailPolicy {
+			p := &v1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+			for j := range rulesPer {
+				lit := fmt.Sprintf("%s-%d-", name, j) + strings.Repeat("x", exprBytes-len(`input.command == ""`)-len(name)-3)
+				p.Spec.Rules = append(p.Spec.Rules, v1.Rule{Name: fmt.Sprintf("r%d", j), Tools: []string{"bash"},
+					When: `input.command == "` + lit + `"`, Action: v1.ActionDeny})
+			}
+			return p
+		}
+		curl := policy.Request{Passport: "agent", ToolName: "bash", ToolInput: map[string]any{"command": "curl https://example.com"}}
+		decide := func(g Gomega) policy.Decision {
+			snap, err := policy.Compile(storedBundle(g, ns))
+			g.Expect(err).NotTo(HaveOccurred(), "the stored bundle always compiles")
+			return snap.Decide(ctx, curl)
+		}
+		readyOf := func(name string) func(g Gomega) metav1.Condition {
+			return func(g Gomega) metav1.Condition { return cond(getPolicy(ns, name)(g).Status.Conditions, v1.ConditionReady) }
+		}
+
+		By("four bulky policies compile together and are enforced")
+		for _, name := range []string{"p1", "p2", "p3", "p4"} {
+			p := bulky(name)
+			if name == "p1" {
+				p.Spec.Rules = append([]v1.Rule{{Name: "no-curl", Tools: []string{"bash"}, When: `input.command.startsWith("curl ")`, Action: v1.ActionDeny}}, p.Spec.Rules...)
+			}
+			Expect(k8sClient.Create(ctx, p)).To(Succeed())
+		}
+		Eventually(func(g Gomega) int { return len(storedBundle(g, ns).Policies) }, timeout).Should(Equal(4))
+		for _, name := range []string{"p1", "p2", "p3", "p4"} {
+			Eventually(readyOf(name), timeout).Should(haveCond(metav1.ConditionTrue, v1.ReasonReconciled, 1))
+		}
+		Expect(decide(Default).Decision).To(Equal(policy.DecisionDeny), "p1's no-curl rule applies")
+		_, lastGood, err := readBundle(ctx, k8sClient, ns)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("a fifth, valid alone, puts the namespace over the per-bundle budget: the bundle is refused")
+		p5 := bulky("p5")
+		p5.Spec.Rules = append([]v1.Rule{{Name: "no-wget", Tools: []string{"bash"}, When: `input.command.startsWith("wget ")`, Action: v1.ActionDeny}}, p5.Spec.Rules...)
+		Expect(k8sClient.Create(ctx, p5)).To(Succeed())
+		rejected := And(haveCond(metav1.ConditionFalse, v1.ReasonBundleRejected, 1),
+			HaveField("Message", And(ContainSubstring("policies[p"), ContainSubstring(".when: "),
+				ContainSubstring("the per-bundle budget"), ContainSubstring("the last good bundle keeps serving"))))
+		Eventually(readyOf("p5"), timeout).Should(rejected)
+		Eventually(readyOf("p1"), timeout).Should(rejected)
+		p5Status := getPolicy(ns, "p5")(Default)
+		Expect(cond(p5Status.Status.Conditions, v1.ConditionValid)).To(haveCond(metav1.ConditionTrue, v1.ReasonCompiled, 1), "p5 compiles on its own")
+		Expect(cond(p5Status.Status.Conditions, v1.ConditionStalled)).To(haveCond(metav1.ConditionTrue, v1.ReasonBundleRejected, 1))
+		Expect(p5Status.Status.EnforcedGeneration).To(BeZero())
+		Expect(kstatusOf(p5Status)).To(Equal(kstatus.FailedStatus))
+
+		b, rev, err := readBundle(ctx, k8sClient, ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(rev).To(Equal(lastGood), "the refused bundle is not stored")
+		_, ok := bundlePolicy(b, "p5")
+		Expect(ok).To(BeFalse())
+		wget := curl
+		wget.ToolInput = map[string]any{"command": "wget https://example.com"}
+		snap, err := policy.Compile(b)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(snap.Decide(ctx, wget).Decision).To(Equal(policy.DecisionAllow), "the previous bundle's policies decide: p5 is not enforced")
+
+		By("a suspension still reaches the bundle while the policies are over budget")
+		a := getPassport(ns, "agent")(Default)
+		a.Spec.Status = v1.PassportSuspended
+		Expect(k8sClient.Update(ctx, a)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			p, _ := bundlePassport(storedBundle(g, ns), "agent")
+			return p.Spec.Status
+		}, timeout).Should(Equal("suspended"))
+		Expect(decide(Default).Reasons[0].Code).To(Equal(policy.CodePassportSuspended))
+		a = getPassport(ns, "agent")(Default)
+		a.Spec.Status = v1.PassportActive
+		Expect(k8sClient.Update(ctx, a)).To(Succeed())
+		Eventually(func(g Gomega) string {
+			p, _ := bundlePassport(storedBundle(g, ns), "agent")
+			return p.Spec.Status
+		}, timeout).Should(Equal("active"))
+		_, ok = bundlePolicy(storedBundle(Default, ns), "p5")
+		Expect(ok).To(BeFalse(), "p5 is still left out")
+
+		By("deleting one policy brings the namespace under budget: p5 is enforced and the condition clears")
+		Expect(k8sClient.Delete(ctx, getPolicy(ns, "p1")(Default))).To(Succeed())
+		Eventually(readyOf("p5"), timeout).Should(haveCond(metav1.ConditionTrue, v1.ReasonReconciled, 1))
+		for _, name := range []string{"p2", "p3", "p4"} {
+			Eventually(readyOf(name), timeout).Should(haveCond(metav1.ConditionTrue, v1.ReasonReconciled, 1))
+			Expect(meta.FindStatusCondition(getPolicy(ns, name)(Default).Status.Conditions, v1.ConditionStalled)).To(BeNil())
+		}
+		Eventually(func(g Gomega) string { return decide(g).Decision }, timeout).Should(Equal(policy.DecisionAllow), "p1's no-curl rule is gone")
+		Eventually(func(g Gomega) string {
+			snap, err := policy.Compile(storedBundle(g, ns))
+			g.Expect(err).NotTo(HaveOccurred())
+			return snap.Decide(ctx, wget).Decision
+		}, timeout).Should(Equal(policy.DecisionDeny), "p5 is enforced")
+		Expect(getPolicy(ns, "p5")(Default).Status.EnforcedGeneration).To(Equal(int64(1)))
 	})
 
 	It("stores a 10,000-passport namespace as a bundle policy.Compile loads", func() {

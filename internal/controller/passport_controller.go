@@ -8,23 +8,22 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/internal/convert"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
 // PassportReconciler keeps AgentPassport status (phase, agentID, digest, Ready, Suspended) current,
 // and requeues each active passport exactly at its expiresAt so expiry shows without another event.
 type PassportReconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	registry *registry
-	clock    func() time.Time
+	client      client.Client
+	recorder    events.EventRecorder
+	state       *bundleState
+	validations *validations
+	clock       func() time.Time
 }
 
 // +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=agentpassports,verbs=get;list;watch
@@ -35,6 +34,9 @@ type PassportReconciler struct {
 func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	p := &guardrailsv1alpha1.AgentPassport{}
 	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			r.validations.forgetPassport(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !p.DeletionTimestamp.IsZero() {
@@ -48,14 +50,12 @@ func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_
 	}()
 
 	facts := passportFacts{now: r.clock()}
-	conv, err := convert.Passport(p)
-	if err != nil {
-		facts.invalid = field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
-	} else {
+	conv, errs := r.validations.passport(p)
+	facts.invalid = errs
+	if conv.Name != "" { // a spec that does not convert has no digest
 		facts.digest = policy.PassportDigest(conv)
-		facts.invalid = policy.ValidatePassport(conv.Spec)
 	}
-	if ex, ok, rec, _ := r.registry.passport(p.Namespace, p.Name); ok {
+	if ex, ok, rec, _ := r.state.passport(p.Namespace, p.Name); ok {
 		facts.excluded = &ex
 	} else {
 		facts.writeErr = rec.writeErr

@@ -10,34 +10,32 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
-	"github.com/tollgate-dev/tollgate/internal/convert"
 )
 
 // PolicyReconciler keeps GuardrailPolicy status (Valid with every compile error, Ready,
 // enforcedGeneration, ruleCount, selectedPassports) current.
 type PolicyReconciler struct {
-	client   client.Client
-	recorder events.EventRecorder
-	registry *registry
-	compiles *compileCache
-	clock    func() time.Time
+	client      client.Client
+	recorder    events.EventRecorder
+	state       *bundleState
+	validations *validations
+	clock       func() time.Time
 }
 
 // +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=guardrailpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=guardrailpolicies/status,verbs=get;update;patch
 
-// Reconcile compiles the policy's current generation and patches its status when it changed.
+// Reconcile validates the policy's current generation and patches its status when it changed.
 func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	p := &guardrailsv1alpha1.GuardrailPolicy{}
 	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			r.compiles.forget(req.NamespacedName)
+			r.validations.forgetPolicy(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -52,14 +50,9 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ c
 	}()
 
 	facts := policyFacts{now: r.clock()}
-	conv, err := convert.Policy(p)
-	if err != nil {
-		facts.errs = field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())}
-	} else {
-		facts.errs = r.compiles.compile(req.NamespacedName, p.UID, p.Generation, conv.Spec)
-	}
-	enf, ok, rec, known := r.registry.policy(p.Namespace, p.Name)
-	facts.known, facts.writeErr = known, rec.writeErr
+	_, facts.errs = r.validations.policy(p)
+	enf, ok, rec, known := r.state.policy(p.Namespace, p.Name)
+	facts.known, facts.writeErr, facts.rejected = known, rec.writeErr, rec.rejected
 	if ok && (enf.uid == "" || enf.uid == p.UID) {
 		facts.enforced = &enf
 	}

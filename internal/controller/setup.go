@@ -69,21 +69,20 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		copts.SkipNameValidation = &skip
 	}
 
-	reg := newRegistry()
-	compiles := newCompileCache()
+	state := newBundleState()
+	vals := newValidations()
 	recorder := mgr.GetEventRecorder("tollgate-controller")
 	policyEvents := make(chan event.GenericEvent, 1024)
 	passportEvents := make(chan event.GenericEvent, 1024)
 	specChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
 
 	c := &Controllers{
-		Passports: &PassportReconciler{client: mgr.GetClient(), recorder: recorder, registry: reg, clock: time.Now},
-		Policies:  &PolicyReconciler{client: mgr.GetClient(), recorder: recorder, registry: reg, compiles: compiles, clock: time.Now},
+		Passports: &PassportReconciler{client: mgr.GetClient(), recorder: recorder, state: state, validations: vals, clock: time.Now},
+		Policies:  &PolicyReconciler{client: mgr.GetClient(), recorder: recorder, state: state, validations: vals, clock: time.Now},
 		Bundles: &BundleReconciler{
 			client: mgr.GetClient(), reader: mgr.GetAPIReader(), opNS: opts.OperatorNamespace,
-			registry: reg, compiles: compiles, pacer: newPacer(opts.BundleInterval),
+			state: state, validations: vals, pacer: newPacer(opts.BundleInterval),
 			policyEvents: policyEvents, passportEvents: passportEvents,
-			conv: map[string]map[string]convertedPassport{},
 		},
 	}
 

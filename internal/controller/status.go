@@ -22,7 +22,7 @@ type passportFacts struct {
 	now time.Time
 	// digest is policy.PassportDigest of the passport.
 	digest string
-	// invalid are the engine's validation errors of the spec.
+	// invalid are the validation errors of the spec (convert.Validator).
 	invalid field.ErrorList
 	// excluded is set when the bundle writer left the passport out of the bundle.
 	excluded *excludedPassport
@@ -78,14 +78,15 @@ func passportStatus(p *guardrailsv1alpha1.AgentPassport, f passportFacts) (guard
 	}
 
 	switch {
-	case len(f.invalid) > 0:
-		m := truncate("the passport is left out of the bundle, so its calls are denied: " + joinErrors(f.invalid))
-		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonInvalid, m)
-		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonInvalid, m)
-		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
-	case f.excluded != nil:
-		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, f.excluded.reason, f.excluded.message)
-		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, f.excluded.reason, f.excluded.message)
+	case len(f.invalid) > 0 || f.excluded != nil:
+		reason, m := guardrailsv1alpha1.ReasonInvalid, ""
+		if len(f.invalid) > 0 {
+			m = leftOutMessage(joinErrors(f.invalid))
+		} else {
+			reason, m = f.excluded.reason, leftOutMessage(f.excluded.why)
+		}
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, reason, m)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, reason, m)
 		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
 	case f.writeErr != "":
 		m := truncate("the namespace's bundle could not be stored (retrying): " + f.writeErr)
@@ -122,6 +123,8 @@ type policyFacts struct {
 	enforced *enforcedPolicy
 	// writeErr is the namespace's last bundle write error.
 	writeErr string
+	// rejected says why the namespace's bundle does not compile as a whole ("" when it does).
+	rejected string
 }
 
 // policyStatus computes a GuardrailPolicy's status from the object and facts. It is pure: the previous
@@ -168,6 +171,13 @@ func policyStatus(p *guardrailsv1alpha1.GuardrailPolicy, f policyFacts) guardrai
 		m := truncate(fmt.Sprintf("the namespace's bundle could not be stored (retrying; %s): %s", still, f.writeErr))
 		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonBundleWriteFailed, m)
 		set(guardrailsv1alpha1.ConditionReconciling, metav1.ConditionTrue, guardrailsv1alpha1.ReasonBundleWriteFailed, m)
+	case f.rejected != "":
+		// Valid alone, but the namespace's policies together are too much for a decision endpoint.
+		m := truncate(fmt.Sprintf("the namespace's policies do not compile together, so their new generations are not stored "+
+			"and the last good bundle keeps serving (%s): %s", still, f.rejected))
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonBundleRejected, m)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonBundleRejected, m)
+		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
 	case !f.known || enforcedGen != gen:
 		m := fmt.Sprintf("generation %d is being written to the bundle (%s)", gen, still)
 		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionUnknown, guardrailsv1alpha1.ReasonProgressing, m)
@@ -203,6 +213,11 @@ func cloneConditions(in []metav1.Condition) []metav1.Condition {
 	out := make([]metav1.Condition, len(in))
 	copy(out, in)
 	return out
+}
+
+// leftOutMessage is the condition message of a passport the bundle does not hold, and why.
+func leftOutMessage(why string) string {
+	return truncate("the passport is left out of the bundle, so its calls are denied: " + why)
 }
 
 func joinErrors(fe field.ErrorList) string {

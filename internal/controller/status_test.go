@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	v1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/internal/convert"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
@@ -92,7 +93,7 @@ func TestPassportStatus(t *testing.T) {
 			passportFacts{invalid: field.ErrorList{field.Invalid(field.NewPath("spec", "limits").Key("system.command.execute"), field.OmitValueType{}, "must be an object")}},
 			v1.PhaseActive, map[string]wantCond{v1.ConditionReady: {F, v1.ReasonInvalid}, v1.ConditionSuspended: {F, v1.ReasonActive}, v1.ConditionStalled: {T, v1.ReasonInvalid}}, 0},
 		{"duplicate agent id is stalled", passportAt(v1.PassportActive, 0),
-			passportFacts{excluded: &excludedPassport{reason: v1.ReasonDuplicateAgentID, message: "taken"}},
+			passportFacts{excluded: &excludedPassport{reason: v1.ReasonDuplicateAgentID, why: "taken"}},
 			v1.PhaseActive, map[string]wantCond{v1.ConditionReady: {F, v1.ReasonDuplicateAgentID}, v1.ConditionSuspended: {F, v1.ReasonActive}, v1.ConditionStalled: {T, v1.ReasonDuplicateAgentID}}, 0},
 		{"bundle write failure is reconciling", passportAt(v1.PassportSuspended, 0), passportFacts{writeErr: "forbidden"},
 			v1.PhaseSuspended, map[string]wantCond{v1.ConditionReady: {F, v1.ReasonBundleWriteFailed}, v1.ConditionSuspended: {T, v1.ReasonSuspended}, v1.ConditionReconciling: {T, v1.ReasonBundleWriteFailed}}, 0},
@@ -196,6 +197,10 @@ func TestPolicyStatus(t *testing.T) {
 		{"invalid from the start", policyFacts{known: true, errs: compileErrs[:1]},
 			map[string]wantCond{v1.ConditionValid: {F, v1.ReasonCompileError}, v1.ConditionReady: {F, v1.ReasonCompileError}, v1.ConditionStalled: {T, v1.ReasonCompileError}}, 0, 0, 0,
 			[]string{"no generation of this policy is enforced", "1 error:"}, "no generation"},
+		{"the namespace's policies do not compile together", policyFacts{known: true, enforced: enforced(2, 1, 1),
+			rejected: "policies[p].spec.rules[0].when: the bundle's distinct CEL expressions total more than 131072 characters here (the per-bundle budget)"},
+			map[string]wantCond{v1.ConditionValid: {T, v1.ReasonCompiled}, v1.ConditionReady: {F, v1.ReasonBundleRejected}, v1.ConditionStalled: {T, v1.ReasonBundleRejected}}, 2, 1, 1,
+			nil, "the last good bundle keeps serving (generation 2 is still enforced): policies[p].spec.rules[0].when: "},
 		{"bundle write failure", policyFacts{known: true, enforced: enforced(2, 1, 1), writeErr: "configmaps is forbidden"},
 			map[string]wantCond{v1.ConditionValid: {T, v1.ReasonCompiled}, v1.ConditionReady: {F, v1.ReasonBundleWriteFailed}, v1.ConditionReconciling: {T, v1.ReasonBundleWriteFailed}}, 2, 1, 1, nil, "forbidden"},
 	}
@@ -241,28 +246,38 @@ func TestPolicyStatusTruncatesHugeErrorLists(t *testing.T) {
 	}
 }
 
+// TestCountSelected checks the selectedPassports the bundle writer records: the engine's selection
+// (Snapshot.SelectedPassports) of the bundle's passports by each enforced policy.
 func TestCountSelected(t *testing.T) {
-	pp := []policy.Passport{
-		{Name: "a", Labels: map[string]string{"team": "x"}},
-		{Name: "b", Labels: map[string]string{"team": "x"}},
-		{Name: "c", Labels: map[string]string{"team": "y"}},
-		{Name: "d"},
+	passport := func(name string, lbls map[string]string) v1.AgentPassport {
+		return v1.AgentPassport{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: lbls},
+			Spec: v1.AgentPassportSpec{Owner: v1.PassportOwner{ID: "o"}}}
 	}
-	sel := func(ls *metav1.LabelSelector) enforcedPolicy {
-		return enforcedPolicy{spec: policy.Policy{Spec: policy.PolicySpec{PassportSelector: ls}}}
+	pp := []v1.AgentPassport{
+		passport("a", map[string]string{"team": "x"}),
+		passport("b", map[string]string{"team": "x"}),
+		passport("c", map[string]string{"team": "y"}),
+		passport("d", nil),
 	}
-	pols := map[string]enforcedPolicy{
-		"all":   sel(nil),
-		"empty": sel(&metav1.LabelSelector{}),
-		"x":     sel(&metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}),
-		"not-x": sel(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}}}),
-		"bad":   sel(&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}}),
+	sel := func(name string, ls *metav1.LabelSelector) v1.GuardrailPolicy {
+		return v1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Spec: v1.GuardrailPolicySpec{PassportSelector: ls}}
 	}
-	countSelected(pp, pols)
+	pols := []v1.GuardrailPolicy{
+		sel("all", nil),
+		sel("empty", &metav1.LabelSelector{}),
+		sel("x", &metav1.LabelSelector{MatchLabels: map[string]string{"team": "x"}}),
+		sel("not-x", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}}}}),
+		sel("bad", &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: "Bogus"}}}),
+	}
+	built := convert.BundleBuilder{}.Build(namespaceObjects("ns", pp, pols))
+	if built.Err != nil {
+		t.Fatal(built.Err)
+	}
+	rec := record(built.Bundle.Revision(), pols, built)
 	want := map[string]int32{"all": 4, "empty": 4, "x": 2, "not-x": 2, "bad": 0}
 	for name, n := range want {
-		if pols[name].selected != n {
-			t.Errorf("%s selects %d, want %d", name, pols[name].selected, n)
+		if rec.policies[name].selected != n {
+			t.Errorf("%s selects %d, want %d", name, rec.policies[name].selected, n)
 		}
 	}
 }

@@ -1,8 +1,15 @@
-// Package convert turns Tollgate API objects into the engine's plain structs. The engine's spec
-// structs share the CRD's JSON field names, so a spec converts by one JSON round trip.
+// Package convert turns Tollgate API objects into the engine's inputs: one object into the engine's
+// plain struct (Policy, Passport), validated as the engine compiles it (Validator, returning
+// field.ErrorList), and a namespace's objects into the bundle the decision endpoints serve
+// (BundleBuilder). The admission webhooks, the controllers and the file loader all go through it.
+//
+// The engine's spec structs share the CRD's JSON field names, so a spec converts by one JSON round
+// trip. The decoding refuses fields the engine's structs lack, so an API field added without its
+// engine counterpart fails loudly instead of being dropped (the tests set every API field).
 package convert
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 
@@ -44,7 +51,9 @@ func roundTrip(in, out any) error {
 	if err != nil {
 		return fmt.Errorf("encoding spec: %w", err)
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(out); err != nil {
 		return fmt.Errorf("decoding spec: %w", err)
 	}
 	return nil

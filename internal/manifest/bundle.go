@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -26,41 +25,83 @@ func (s *Set) Namespaces() []string {
 	return out
 }
 
-// Bundles groups the objects into one bundle per namespace, sorted by namespace; objects keep their
-// file order inside a bundle.
+// Bundles builds one bundle per namespace, sorted by namespace, by the rules the controller follows
+// (convert.BundleBuilder). Any object the builder would leave out, and any bundle that does not
+// compile as a whole, is an error: an *InvalidError locating every problem in the manifests.
 func (s *Set) Bundles() ([]policy.Bundle, error) {
-	byNS := map[string]*policy.Bundle{}
-	var errs []error
-	for _, o := range s.Objects {
-		ns := o.Namespace()
-		b := byNS[ns]
-		if b == nil {
-			b = &policy.Bundle{Version: policy.BundleVersion, Namespace: ns, Passports: []policy.Passport{}, Policies: []policy.Policy{}}
-			byNS[ns] = b
-		}
-		switch {
-		case o.Policy != nil:
-			p, err := convert.Policy(o.Policy)
-			if err != nil {
-				errs = append(errs, &Error{Source: o.Source, Err: err})
-				continue
-			}
-			b.Policies = append(b.Policies, p)
-		case o.Passport != nil:
-			p, err := convert.Passport(o.Passport)
-			if err != nil {
-				errs = append(errs, &Error{Source: o.Source, Err: err})
-				continue
-			}
-			b.Passports = append(b.Passports, p)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	built, err := s.build()
+	if err != nil {
 		return nil, err
 	}
-	out := make([]policy.Bundle, 0, len(byNS))
+	out := make([]policy.Bundle, len(built))
+	for i := range built {
+		out[i] = built[i].Bundle
+	}
+	return out, nil
+}
+
+// build builds and compiles every namespace's bundle, sorted by namespace, with opts.
+func (s *Set) build(opts ...policy.Option) ([]convert.BuiltBundle, error) {
+	builder := convert.BundleBuilder{Options: opts}
+	var out []convert.BuiltBundle
+	var problems []Problem
 	for _, ns := range s.Namespaces() {
-		out = append(out, *byNS[ns])
+		objs := convert.Objects{Namespace: ns}
+		byName := map[string]Object{}
+		for _, o := range s.Objects {
+			if o.Namespace() != ns {
+				continue
+			}
+			byName[o.Kind()+"/"+o.Name()] = o
+			if o.Policy != nil {
+				objs.Policies = append(objs.Policies, o.Policy)
+			} else {
+				objs.Passports = append(objs.Passports, o.Passport)
+			}
+		}
+		b := builder.Build(objs)
+		if b.Err != nil {
+			return nil, fmt.Errorf("namespace %s: %w", ns, b.Err)
+		}
+		place := func(kind, name string, fe *field.Error) {
+			p := Problem{Namespace: ns, Kind: kind, Name: name, Path: fe.Field, Message: policy.ErrorMessage(fe)}
+			if o, ok := byName[kind+"/"+name]; ok {
+				p.Source, p.File, p.Document, p.Line = o.Source, o.Source.File, o.Source.Document, o.Source.Line
+			}
+			problems = append(problems, p)
+		}
+		for _, p := range objs.Policies {
+			for _, fe := range b.Policies[p.Name].Errors {
+				place(KindGuardrailPolicy, p.Name, fe)
+			}
+		}
+		for _, p := range objs.Passports {
+			po := b.Passports[p.Name]
+			for _, fe := range po.Errors {
+				place(KindAgentPassport, p.Name, fe)
+			}
+			if po.HeldBy != "" {
+				place(KindAgentPassport, p.Name, po.HeldByError())
+			}
+		}
+		if b.Rejected != nil {
+			for _, fe := range b.Rejected.Bundle {
+				problems = append(problems, Problem{Namespace: ns, Path: fe.Field, Message: policy.ErrorMessage(fe)})
+			}
+			for _, oe := range b.Rejected.Objects {
+				kind := KindGuardrailPolicy
+				if oe.Kind == policy.KindPassport {
+					kind = KindAgentPassport
+				}
+				for _, fe := range oe.Errors {
+					place(kind, oe.Name, fe)
+				}
+			}
+		}
+		out = append(out, b)
+	}
+	if len(problems) > 0 {
+		return nil, &InvalidError{Problems: problems}
 	}
 	return out, nil
 }
@@ -118,59 +159,16 @@ func (e *InvalidError) Error() string {
 	return "invalid policies or passports:\n  " + strings.Join(lines, "\n  ")
 }
 
-// Compile compiles every namespace's bundle. On failure the error is an *InvalidError whose
-// problems name the file, document and field path of each mistake.
+// Compile builds (see Bundles) and compiles every namespace's bundle with opts. On failure the
+// error is an *InvalidError whose problems name the file, document and field path of each mistake.
 func (s *Set) Compile(opts ...policy.Option) (map[string]*policy.Snapshot, error) {
-	bundles, err := s.Bundles()
+	built, err := s.build(opts...)
 	if err != nil {
 		return nil, err
 	}
-	snaps := make(map[string]*policy.Snapshot, len(bundles))
-	var problems []Problem
-	for _, b := range bundles {
-		snap, err := policy.Compile(b, opts...)
-		if err != nil {
-			var ce *policy.CompileError
-			if !errors.As(err, &ce) {
-				return nil, fmt.Errorf("namespace %s: %w", b.Namespace, err)
-			}
-			for _, fe := range ce.Bundle {
-				problems = append(problems, Problem{Namespace: b.Namespace, Path: fe.Field, Message: policy.ErrorMessage(fe)})
-			}
-			for _, oe := range ce.Objects {
-				for _, fe := range oe.Errors {
-					problems = append(problems, s.locate(b.Namespace, oe, fe))
-				}
-			}
-			continue
-		}
-		snaps[b.Namespace] = snap
-	}
-	if len(problems) > 0 {
-		return nil, &InvalidError{Problems: problems}
+	snaps := make(map[string]*policy.Snapshot, len(built))
+	for _, b := range built {
+		snaps[b.Bundle.Namespace] = b.Snapshot
 	}
 	return snaps, nil
-}
-
-// locate finds the manifest of the bundle object oe names (the index-th policy or passport of
-// namespace ns, as Bundles ordered them) and places the problem fe there.
-func (s *Set) locate(ns string, oe policy.ObjectError, fe *field.Error) Problem {
-	kind := KindGuardrailPolicy
-	if oe.Kind == policy.KindPassport {
-		kind = KindAgentPassport
-	}
-	p := Problem{Namespace: ns, Kind: kind, Name: oe.Name, Path: fe.Field, Message: policy.ErrorMessage(fe)}
-	i := 0
-	for _, o := range s.Objects {
-		if o.Namespace() != ns || o.Kind() != kind {
-			continue
-		}
-		if i == oe.Index {
-			p.Source, p.File, p.Document, p.Line = o.Source, o.Source.File, o.Source.Document, o.Source.Line
-			p.Name = o.Name()
-			return p
-		}
-		i++
-	}
-	return p
 }

@@ -561,7 +561,7 @@ func compilePassport(src Passport, limits passportLimits) *cPassport {
 		cp.agentID = src.UID
 	}
 	if cp.status == "" {
-		cp.status = StatusActive
+		cp.status = DefaultPassportStatus
 	}
 	if src.Spec.ExpiresAt != nil {
 		cp.expires = *src.Spec.ExpiresAt

@@ -105,7 +105,7 @@ func (cp *cPolicy) compileInputGuards(e *errs, pb *patternBudget, g *InputGuards
 	const base = "spec.inputGuards"
 	cp.input.threshold = compileThreshold(e, base+".blockThreshold", g.BlockThreshold)
 	cp.input.useDefaults = !g.DisableDefaultPatterns
-	cp.input.patterns = compilePatterns(e, pb, base+".patterns", g.Patterns, RiskTypePromptInjection)
+	cp.input.patterns = compilePatterns(e, pb, base+".patterns", g.Patterns, DefaultInputRiskType)
 	cp.input.scanSet = patternScanSet(cp.input.patterns)
 	if len(g.Hooks) > 0 {
 		cp.inputHooks = 0
@@ -171,7 +171,7 @@ func (cp *cPolicy) compileResponseGuards(e *errs, pb *patternBudget, g *Response
 		cp.addFinishReasons(g.SafetyFinishReasons)
 	}
 	cp.output.threshold = compileThreshold(e, base+".blockThreshold", g.BlockThreshold)
-	cp.output.patterns = compilePatterns(e, pb, base+".patterns", g.Patterns, RiskTypeDataLeak)
+	cp.output.patterns = compilePatterns(e, pb, base+".patterns", g.Patterns, DefaultOutputRiskType)
 	cp.output.scanSet = patternScanSet(cp.output.patterns)
 }
 

@@ -168,7 +168,7 @@ type PolicySpec struct {
 	// oap.policy_denied and a message naming the policy).
 	DefaultReason *DefaultReason `json:"defaultReason,omitempty"`
 	// Priority orders policies: higher first.
-	Priority int32 `json:"priority"`
+	Priority int32 `json:"priority,omitempty"`
 	// ToolCapabilities map tool-name globs to capability ids, overriding the built-in table.
 	ToolCapabilities []ToolCapability `json:"toolCapabilities,omitempty"`
 	// Rules are evaluated in order; the first match decides.

@@ -15,14 +15,6 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
-// Defaults written explicitly by the AgentPassport defaulter.
-const (
-	// DefaultAssuranceLevel is the assurance level of a passport that names none (self-asserted).
-	DefaultAssuranceLevel = guardrailsv1alpha1.AssuranceLevel("L0")
-	// DefaultOwnerType is the owner type of a passport that names none.
-	DefaultOwnerType = guardrailsv1alpha1.OwnerType("user")
-)
-
 // SetupAgentPassportWebhookWithManager registers the AgentPassport defaulting and validating
 // webhooks with mgr's webhook server.
 func SetupAgentPassportWebhookWithManager(mgr ctrl.Manager) error {
@@ -37,8 +29,8 @@ func SetupAgentPassportWebhookWithManager(mgr ctrl.Manager) error {
 
 // +kubebuilder:webhook:path=/mutate-guardrails-tollgate-dev-v1alpha1-agentpassport,mutating=true,failurePolicy=fail,sideEffects=None,groups=guardrails.tollgate.dev,resources=agentpassports,verbs=create;update,versions=v1alpha1,name=magentpassport-v1alpha1.tollgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","tollgate-system"]},{"key":"tollgate.dev/webhook","operator":"NotIn","values":["ignore"]}]}}`
 
-// AgentPassportDefaulter writes a passport's defaults explicitly: status active, assuranceLevel L0,
-// owner type user.
+// AgentPassportDefaulter writes a passport's defaults explicitly (the engine's policy.Default* values,
+// which the CRD schema's markers repeat): status active, assuranceLevel L0, owner type user.
 type AgentPassportDefaulter struct{}
 
 var _ admission.Defaulter[*guardrailsv1alpha1.AgentPassport] = AgentPassportDefaulter{}
@@ -46,13 +38,13 @@ var _ admission.Defaulter[*guardrailsv1alpha1.AgentPassport] = AgentPassportDefa
 // Default sets the defaults on p.
 func (AgentPassportDefaulter) Default(_ context.Context, p *guardrailsv1alpha1.AgentPassport) error {
 	if p.Spec.Status == "" {
-		p.Spec.Status = guardrailsv1alpha1.PassportActive
+		p.Spec.Status = policy.DefaultPassportStatus
 	}
 	if p.Spec.AssuranceLevel == "" {
-		p.Spec.AssuranceLevel = DefaultAssuranceLevel
+		p.Spec.AssuranceLevel = policy.DefaultAssuranceLevel
 	}
 	if p.Spec.Owner.Type == "" {
-		p.Spec.Owner.Type = DefaultOwnerType
+		p.Spec.Owner.Type = policy.DefaultOwnerType
 	}
 	return nil
 }
@@ -90,11 +82,7 @@ func (AgentPassportValidator) ValidateDelete(context.Context, *guardrailsv1alpha
 
 func (v AgentPassportValidator) validate(oldP, p *guardrailsv1alpha1.AgentPassport) (admission.Warnings, error) {
 	gk := guardrailsv1alpha1.GroupVersion.WithKind("AgentPassport").GroupKind()
-	ep, err := convert.Passport(p)
-	if err != nil {
-		return nil, invalid(gk, p.Name, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())})
-	}
-	list := policy.ValidatePassport(ep.Spec)
+	_, list := convert.ValidatePassport(p)
 	if oldP != nil && oldP.Spec.Status == guardrailsv1alpha1.PassportRevoked && p.Spec.Status != guardrailsv1alpha1.PassportRevoked {
 		list = append(list, field.Forbidden(field.NewPath("spec", "status"),
 			"a revoked passport cannot be reactivated or suspended; create a new passport"))

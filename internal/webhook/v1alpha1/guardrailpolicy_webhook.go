@@ -3,26 +3,15 @@ package v1alpha1
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/convert"
 	"github.com/tollgate-dev/tollgate/internal/policy"
-)
-
-// Defaults written explicitly by the GuardrailPolicy defaulter (the CRD schema carries the same
-// values; the webhook makes them visible whatever the schema's defaulting did).
-const (
-	// DefaultEvaluatorTimeout is the default timeout of an external evaluator call.
-	DefaultEvaluatorTimeout = 500 * time.Millisecond
-	// DefaultRiskType is the default riskType of an input pattern.
-	DefaultRiskType = "prompt_injection"
 )
 
 // SetupGuardrailPolicyWebhookWithManager registers the GuardrailPolicy defaulting and validating
@@ -39,9 +28,10 @@ func SetupGuardrailPolicyWebhookWithManager(mgr ctrl.Manager) error {
 
 // +kubebuilder:webhook:path=/mutate-guardrails-tollgate-dev-v1alpha1-guardrailpolicy,mutating=true,failurePolicy=fail,sideEffects=None,groups=guardrails.tollgate.dev,resources=guardrailpolicies,verbs=create;update,versions=v1alpha1,name=mguardrailpolicy-v1alpha1.tollgate.dev,admissionReviewVersions=v1,timeoutSeconds=5,patch=`{"namespaceSelector":{"matchExpressions":[{"key":"kubernetes.io/metadata.name","operator":"NotIn","values":["kube-system","tollgate-system"]},{"key":"tollgate.dev/webhook","operator":"NotIn","values":["ignore"]}]}}`
 
-// GuardrailPolicyDefaulter writes a GuardrailPolicy's defaults explicitly: enforcementAction
-// Enforce, failurePolicy Closed, defaultAction Allow, priority (always serialized, 0 when unset),
-// rate-limit scopes, the input-guard threshold and evaluator timeout.
+// GuardrailPolicyDefaulter writes a GuardrailPolicy's defaults explicitly (the engine's policy.Default*
+// values, which the CRD schema's markers repeat): enforcementAction Enforce, failurePolicy Closed,
+// defaultAction Allow, priority (always serialized, 0 when unset), rate-limit scopes, the guards'
+// thresholds, the patterns' risk types and the evaluator timeout.
 type GuardrailPolicyDefaulter struct{}
 
 var _ admission.Defaulter[*guardrailsv1alpha1.GuardrailPolicy] = GuardrailPolicyDefaulter{}
@@ -55,31 +45,41 @@ func (GuardrailPolicyDefaulter) Default(_ context.Context, p *guardrailsv1alpha1
 // DefaultGuardrailPolicySpec fills every unset defaultable field of s.
 func DefaultGuardrailPolicySpec(s *guardrailsv1alpha1.GuardrailPolicySpec) {
 	if s.EnforcementAction == "" {
-		s.EnforcementAction = guardrailsv1alpha1.EnforcementEnforce
+		s.EnforcementAction = policy.DefaultEnforcementAction
 	}
 	if s.FailurePolicy == "" {
-		s.FailurePolicy = guardrailsv1alpha1.FailClosed
+		s.FailurePolicy = policy.DefaultFailurePolicy
 	}
 	if s.DefaultAction == "" {
-		s.DefaultAction = guardrailsv1alpha1.DefaultAllow
+		s.DefaultAction = policy.DefaultDefaultAction
 	}
 	for i := range s.RateLimits {
 		if s.RateLimits[i].Per == "" {
-			s.RateLimits[i].Per = policy.PerPassport
+			s.RateLimits[i].Per = policy.DefaultRateLimitPer
 		}
 	}
 	if g := s.InputGuards; g != nil {
 		if g.BlockThreshold == "" {
-			g.BlockThreshold = policy.RiskHigh
+			g.BlockThreshold = policy.DefaultBlockThreshold
 		}
 		for i := range g.Patterns {
 			if g.Patterns[i].RiskType == "" {
-				g.Patterns[i].RiskType = DefaultRiskType
+				g.Patterns[i].RiskType = policy.DefaultInputRiskType
+			}
+		}
+	}
+	if g := s.ResponseGuards; g != nil {
+		if g.BlockThreshold == "" {
+			g.BlockThreshold = policy.DefaultBlockThreshold
+		}
+		for i := range g.Patterns {
+			if g.Patterns[i].RiskType == "" {
+				g.Patterns[i].RiskType = policy.DefaultOutputRiskType
 			}
 		}
 	}
 	if e := s.ExternalEvaluator; e != nil && e.Timeout == nil {
-		e.Timeout = &metav1.Duration{Duration: DefaultEvaluatorTimeout}
+		e.Timeout = &metav1.Duration{Duration: policy.DefaultEvaluatorTimeout}
 	}
 }
 
@@ -114,10 +114,6 @@ func (GuardrailPolicyValidator) ValidateDelete(context.Context, *guardrailsv1alp
 
 func validatePolicy(p *guardrailsv1alpha1.GuardrailPolicy) (admission.Warnings, error) {
 	gk := guardrailsv1alpha1.GroupVersion.WithKind("GuardrailPolicy").GroupKind()
-	ep, err := convert.Policy(p)
-	if err != nil {
-		return nil, invalid(gk, p.Name, field.ErrorList{field.Invalid(field.NewPath("spec"), field.OmitValueType{}, err.Error())})
-	}
-	warnings := admission.Warnings(policy.PolicyWarnings(ep.Spec))
-	return warnings, invalid(gk, p.Name, policy.ValidatePolicy(ep.Spec))
+	ep, errs := convert.ValidatePolicy(p)
+	return admission.Warnings(policy.PolicyWarnings(ep.Spec)), invalid(gk, p.Name, errs)
 }
