@@ -13,29 +13,16 @@ import (
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
 // DefaultAudience is the token audience callers must present.
 const DefaultAudience = "tollgate"
 
-// Caller is an authenticated caller: a Kubernetes ServiceAccount.
-type Caller struct {
-	// Namespace is the ServiceAccount's namespace.
-	Namespace string
-	// ServiceAccount is the ServiceAccount's name.
-	ServiceAccount string
-	// AnyNamespace makes the caller match ServiceAccount in every namespace's passports: a static
-	// token whose subject is a plain name (StaticTokenAuthenticator). TokenReview callers never set it.
-	AnyNamespace bool
-}
-
-// String returns "namespace/name" ("*/name" for AnyNamespace).
-func (c Caller) String() string {
-	if c.AnyNamespace {
-		return "*/" + c.ServiceAccount
-	}
-	return c.Namespace + "/" + c.ServiceAccount
-}
+// Caller is an authenticated caller: a Kubernetes ServiceAccount. The engine checks it against the
+// passport's spec.subjects.serviceAccounts (policy.Request.Caller).
+type Caller = policy.Caller
 
 // Authenticator checks a bearer token and names the ServiceAccount presenting it.
 type Authenticator interface {

@@ -14,7 +14,7 @@ const maxListedPassports = 5
 // sends "passport": null when the provider holds the passport): with an authenticated caller and
 // exactly one passport listing its ServiceAccount in spec.subjects.serviceAccounts, req.Passport
 // becomes that passport ("namespace/name"). Otherwise the answer is a 400 saying why.
-func (s *Server) passportForCaller(req *policy.Request, caller *Caller, fieldPrefix string) *RequestError {
+func (s *Service) passportForCaller(req *policy.Request, caller *Caller, fieldPrefix string) *RequestError {
 	field := fieldPrefix + "passport"
 	if caller == nil {
 		return fieldErr(ErrCodeMissingField, field,

@@ -205,9 +205,10 @@ func ValidateRequest(req *policy.Request, prefix string) error {
 	return nil
 }
 
+// clip shortens s to at most 64 bytes, whole characters, for quoting in an answer.
 func clip(s string) string {
 	if len(s) > 64 {
-		return s[:64] + "…"
+		return clipUTF8(s, 64) + "…"
 	}
 	return s
 }

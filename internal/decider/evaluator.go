@@ -93,11 +93,6 @@ type HTTPEvaluator struct {
 	trial     bool // a trial call is in flight while half-open
 }
 
-// NewHTTPEvaluator returns a standalone evaluator for spec.
-func NewHTTPEvaluator(spec policy.ExternalEvaluatorSpec, cfg EvaluatorConfig) *HTTPEvaluator {
-	return NewEvaluatorPool(cfg).get(spec)
-}
-
 // Evaluate implements policy.Evaluator.
 func (e *HTTPEvaluator) Evaluate(ctx context.Context, req policy.Request) (policy.Verdict, error) {
 	if err := e.admit(); err != nil {

@@ -66,14 +66,18 @@ func (f *inFlight) acquire(r *http.Request, maxBody int64) (release func(), ok b
 	return func() { f.sem.Release(w) }, true
 }
 
-// throttle runs h when there is room for r, else answers 429 with Retry-After.
-func (s *Server) throttle(w http.ResponseWriter, r *http.Request, h func(http.ResponseWriter, *http.Request) int) int {
-	release, ok := s.inflight.acquire(r, s.opts.MaxBodyBytes)
-	if !ok {
-		w.Header().Set("Retry-After", "1")
-		return writeError(w, http.StatusTooManyRequests, &RequestError{Code: ErrCodeOverloaded,
-			Message: "too many requests in flight: retry after a second"})
-	}
-	defer release()
-	return h(w, r)
+// throttle is the in-flight bound: it runs next when there is room for r's body, else answers 429
+// with Retry-After.
+func (s *Server) throttle(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, ok := s.inflight.acquire(r, s.opts.MaxBodyBytes)
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, &RequestError{Code: ErrCodeOverloaded,
+				Message: "too many requests in flight: retry after a second"})
+			return
+		}
+		defer release()
+		next.ServeHTTP(w, r)
+	})
 }

@@ -44,10 +44,6 @@ var (
 const operatorNS = "tollgate-system"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(benchServerEnv) != "" {
-		// Re-executed by the load benchmarks as the server process.
-		os.Exit(runBenchServer())
-	}
 	code := m.Run()
 	if envRun != nil {
 		if err := envRun.Stop(); err != nil {

@@ -8,29 +8,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
-// metrics are the Server's Prometheus metrics, registered on a registry the Server owns.
+// metrics are the transport's Prometheus metrics, registered with the Service's on a registry the
+// Server owns.
 type metrics struct {
 	reg       *prometheus.Registry
-	decisions *prometheus.CounterVec
-	latency   prometheus.Histogram
 	requests  *prometheus.CounterVec
 	authFails prometheus.Counter
 }
 
-// newMetrics builds and registers the metrics; registration errors (impossible for these distinct,
-// well-formed collectors) are returned for logging rather than panicking.
-func newMetrics(store *Store, log *DecisionLog) (*metrics, error) {
+// newMetrics builds the transport's metrics and registers them with svc's; registration errors
+// (impossible for these distinct, well-formed collectors) are returned for logging rather than
+// panicking.
+func newMetrics(svc *Service) (*metrics, error) {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
-		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "tollgate_decisions_total",
-			Help: "Decisions made, by outcome (allow, deny, modify), first reason code (an OAP code, else other) and deciding policy (a policy id of a served snapshot, else other).",
-		}, []string{"outcome", "code", "policy"}),
-		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name:    "tollgate_decision_duration_seconds",
-			Help:    "Time to decide one request, from decoded request to decision (authentication included).",
-			Buckets: []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1},
-		}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_http_requests_total",
 			Help: "HTTP requests answered, by route and status code.",
@@ -40,20 +31,10 @@ func newMetrics(store *Store, log *DecisionLog) (*metrics, error) {
 			Help: "Requests rejected because the caller's token could not be authenticated.",
 		}),
 	}
-	cs := []prometheus.Collector{m.decisions, m.latency, m.requests, m.authFails,
-		&storeCollector{store: store},
+	cs := append(svc.collectors(), m.requests, m.authFails,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	}
-	if log != nil {
-		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tollgate_decision_log_dropped_total",
-			Help: "Decision-log records dropped because the log buffer was full.",
-		}, func() float64 { return float64(log.Dropped()) }), prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tollgate_decision_log_written_total",
-			Help: "Decision-log records written.",
-		}, func() float64 { return float64(log.Written()) }))
-	}
+	)
 	var errs []error
 	for _, c := range cs {
 		if err := m.reg.Register(c); err != nil {

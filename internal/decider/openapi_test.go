@@ -10,9 +10,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -607,188 +609,44 @@ func TestOpenAPIRejectsDrift(t *testing.T) {
 	}
 }
 
-// route is a method and a path the server answers; a path ending in "*" is a prefix route.
+// route is a method and a path the server answers; the path may hold {parameter} segments.
 type route struct{ method, path string }
 
-// serverSource is what serverRoutes needs of the package's source: its string constants and the
-// methods of *Server.
-type serverSource struct {
-	fset    *token.FileSet
-	consts  map[string]string
-	methods map[string]*ast.FuncDecl
-}
-
-// parseServerSource parses the non-test files of internal/decider.
-func parseServerSource(t *testing.T) serverSource {
-	t.Helper()
-	src := serverSource{fset: token.NewFileSet(), consts: map[string]string{}, methods: map[string]*ast.FuncDecl{}}
-	files, err := filepath.Glob(filepath.Join(testenv.RepoRoot(), "internal", "decider", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(src.fset, f, nil, 0)
-		if err != nil {
-			t.Fatalf("parsing %s: %v", f, err)
-		}
-		for _, d := range af.Decls {
-			switch d := d.(type) {
-			case *ast.GenDecl:
-				src.addConsts(d)
-			case *ast.FuncDecl:
-				if isServerMethod(d) {
-					src.methods[d.Name.Name] = d
-				}
-			}
-		}
-	}
-	return src
-}
-
-func (src serverSource) addConsts(d *ast.GenDecl) {
-	if d.Tok != token.CONST {
-		return
-	}
-	for _, s := range d.Specs {
-		vs := s.(*ast.ValueSpec)
-		for i, n := range vs.Names {
-			if i >= len(vs.Values) {
-				continue
-			}
-			if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				src.consts[n.Name], _ = strconv.Unquote(lit.Value)
-			}
-		}
-	}
-}
-
-func isServerMethod(d *ast.FuncDecl) bool {
-	if d.Recv == nil || len(d.Recv.List) != 1 {
-		return false
-	}
-	star, ok := d.Recv.List[0].Type.(*ast.StarExpr)
-	if !ok {
-		return false
-	}
-	id, ok := star.X.(*ast.Ident)
-	return ok && id.Name == "Server"
-}
-
-// httpMethods finds the s.post / s.get calls in n, following calls of other Server methods.
-func (src serverSource) httpMethods(n ast.Node, depth int) []string {
-	var out []string
-	ast.Inspect(n, func(n ast.Node) bool {
-		call, ok := n.(*ast.CallExpr)
-		if !ok {
-			return true
-		}
-		sel, ok := call.Fun.(*ast.SelectorExpr)
-		if !ok {
-			return true
-		}
-		if recv, ok := sel.X.(*ast.Ident); !ok || recv.Name != "s" {
-			return true
-		}
-		switch sel.Sel.Name {
-		case "post":
-			out = append(out, http.MethodPost)
-		case "get":
-			out = append(out, http.MethodGet, http.MethodHead)
-		default:
-			if m := src.methods[sel.Sel.Name]; m != nil && depth < 3 {
-				out = append(out, src.httpMethods(m.Body, depth+1)...)
-			}
-		}
-		return true
-	})
-	return out
-}
-
-// casePaths returns the paths a switch case's conditions select: `path == "..."` gives the path,
-// `strings.HasPrefix(path, constant)` the prefix followed by "*".
-func (src serverSource) casePaths(t *testing.T, conds []ast.Expr) []string {
-	t.Helper()
-	var paths []string
-	for _, cond := range conds {
-		ast.Inspect(cond, func(n ast.Node) bool {
-			switch e := n.(type) {
-			case *ast.BinaryExpr:
-				if id, ok := e.X.(*ast.Ident); ok && e.Op == token.EQL && id.Name == "path" {
-					if lit, ok := e.Y.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						p, _ := strconv.Unquote(lit.Value)
-						paths = append(paths, p)
-					}
-				}
-			case *ast.CallExpr:
-				sel, ok := e.Fun.(*ast.SelectorExpr)
-				if !ok || sel.Sel.Name != "HasPrefix" || len(e.Args) != 2 {
-					return true
-				}
-				if pkg, ok := sel.X.(*ast.Ident); !ok || pkg.Name != "strings" {
-					return true
-				}
-				if id, ok := e.Args[1].(*ast.Ident); ok {
-					prefix, found := src.consts[id.Name]
-					if !found {
-						t.Errorf("ServeHTTP: prefix %s is not a string constant", id.Name)
-					}
-					paths = append(paths, prefix+"*")
-				}
-			}
-			return true
-		})
-	}
-	return paths
-}
-
-// serverRoutes reads the routes of Server.ServeHTTP from the package's source: each case of its
-// switch that compares the path with a literal (or checks a constant prefix) and hands the request
-// to s.post or s.get (directly, or through a method of Server that does).
+// serverRoutes reads the server's routes from its mux: each "METHOD /path" pattern it registered,
+// checked against the mux itself (a request for the path is routed to that very pattern), a GET
+// pattern standing for GET and HEAD as http.ServeMux serves them.
 func serverRoutes(t *testing.T) []route {
 	t.Helper()
-	src := parseServerSource(t)
-	serve := src.methods["ServeHTTP"]
-	if serve == nil {
-		t.Fatal("no (*Server).ServeHTTP in internal/decider")
-	}
+	srv := NewServer(NewStore(), Options{Logger: quietLogger()})
+	defer srv.Close()
 	var routes []route
-	ast.Inspect(serve.Body, func(n ast.Node) bool {
-		cc, ok := n.(*ast.CaseClause)
-		if !ok || cc.List == nil {
-			return true
+	for _, pattern := range srv.patterns {
+		method, path, ok := strings.Cut(pattern, " ")
+		if !ok || !strings.HasPrefix(path, "/") {
+			t.Errorf("pattern %q: want \"METHOD /path\"", pattern)
+			continue
 		}
-		paths := src.casePaths(t, cc.List)
-		ms := src.httpMethods(&ast.BlockStmt{List: cc.Body}, 0)
-		if len(paths) != 1 || len(ms) == 0 {
-			t.Errorf("ServeHTTP case at %s: cannot tell its route (paths %v, methods %v)", src.fset.Position(cc.Pos()), paths, ms)
-			return false
+		methods := []string{method}
+		if method == http.MethodGet {
+			methods = append(methods, http.MethodHead)
 		}
-		for _, m := range ms {
-			routes = append(routes, route{m, paths[0]})
+		target := regexp.MustCompile(`\{[^}]*\}`).ReplaceAllString(path, "x")
+		for _, m := range methods {
+			if _, got := srv.mux.Handler(httptest.NewRequest(m, target, nil)); got != pattern {
+				t.Errorf("%s %s is routed to pattern %q, want %q", m, target, got, pattern)
+			}
+			routes = append(routes, route{m, path})
 		}
-		return false
-	})
+	}
 	return routes
 }
 
-// documentRoutes returns the documented operations; a path ending in a {parameter} segment becomes
-// a prefix route.
-func documentRoutes(t *testing.T, c *contract) []route {
-	t.Helper()
+// documentRoutes returns the documented operations.
+func documentRoutes(c *contract) []route {
 	var routes []route
 	for p, item := range c.model.Paths.PathItems.FromOldest() {
-		key := p
-		if i := strings.Index(p, "{"); i >= 0 {
-			if !strings.HasSuffix(p, "}") || strings.Contains(p[i:], "/") {
-				t.Errorf("document path %s: only a final {parameter} segment is supported by the server's routing", p)
-			}
-			key = p[:i] + "*"
-		}
 		for m := range item.GetOperations().KeysFromOldest() {
-			routes = append(routes, route{strings.ToUpper(m), key})
+			routes = append(routes, route{strings.ToUpper(m), p})
 		}
 	}
 	return routes
@@ -805,9 +663,9 @@ func sortRoutes(rs []route) []string {
 
 func TestOpenAPIRoutesMatchServer(t *testing.T) {
 	c := loadContract(t)
-	server, doc := sortRoutes(serverRoutes(t)), sortRoutes(documentRoutes(t, c))
+	server, doc := sortRoutes(serverRoutes(t)), sortRoutes(documentRoutes(c))
 	if len(server) < 5 {
-		t.Fatalf("found only %v in ServeHTTP: the route reader is broken", server)
+		t.Fatalf("found only %v in the server's mux: the route reader is broken", server)
 	}
 	for _, r := range server {
 		if !slices.Contains(doc, r) {
@@ -816,7 +674,7 @@ func TestOpenAPIRoutesMatchServer(t *testing.T) {
 	}
 	for _, r := range doc {
 		if !slices.Contains(server, r) {
-			t.Errorf("api/openapi/decision.yaml documents %s, which ServeHTTP does not route", r)
+			t.Errorf("api/openapi/decision.yaml documents %s, which the server's mux does not route", r)
 		}
 	}
 

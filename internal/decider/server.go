@@ -2,19 +2,13 @@ package decider
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"mime"
 	"net"
 	"net/http"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +35,7 @@ type Options struct {
 	// When set, the caller's ServiceAccount must be listed in the passport's subjects.serviceAccounts.
 	Authenticator Authenticator
 	// DefaultNamespace resolves a bare passport name; when empty a bare name must be unique among
-	// the loaded namespaces.
+	// the loaded namespaces (ServiceOptions.DefaultNamespace).
 	DefaultNamespace string
 	// MaxBodyBytes bounds request bodies (default DefaultMaxBodyBytes, 1 MiB).
 	MaxBodyBytes int64
@@ -65,22 +59,33 @@ type Options struct {
 	SeparateMetrics bool
 }
 
-// Server is the decision endpoint's http.Handler: POST /v1/decide, POST /v1/decide:batch,
-// POST /api/verify/policy/{policy_id}, GET /healthz, /readyz, /metrics and /v1/status.
+// Server is the decision service's HTTP transport, an http.Handler: POST /v1/decide, POST
+// /v1/decide:batch, POST /api/verify/policy/{policy_id}, GET /healthz, /readyz, /metrics and
+// /v1/status. Its routes are http.ServeMux patterns (routes.go) whose handlers decode the request,
+// call the Service and encode its answer; middleware (middleware.go, inflight.go) counts the
+// answers, bounds the bodies in flight, authenticates the caller and reads the body within its
+// limit.
 type Server struct {
+	svc      *Service
 	store    *Store
 	opts     Options
 	log      *slog.Logger
 	metrics  *metrics
 	metricsH http.Handler
-	idPrefix string
-	seq      atomic.Uint64
 	draining atomic.Bool
 	bufs     sync.Pool
 	inflight *inFlight
+
+	// mux routes the decision API and metricsMux the metrics listener (MetricsHandler); patterns
+	// are mux's registered patterns, in registration order.
+	mux, metricsMux *http.ServeMux
+	patterns        []string
+	// fallback answers the paths mux would redirect, and metricsFallback those of metricsMux.
+	fallback, metricsFallback http.Handler
 }
 
-// NewServer returns a Server answering from store's snapshots.
+// NewServer returns a Server answering from store's snapshots through a Service of its own (see
+// Service).
 func NewServer(store *Store, opts Options) *Server {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -91,106 +96,22 @@ func NewServer(store *Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &Server{store: store, opts: opts, log: opts.Logger, idPrefix: randomPrefix(),
+	svc := NewService(store, ServiceOptions{DefaultNamespace: opts.DefaultNamespace, DecisionLog: opts.DecisionLog})
+	s := &Server{svc: svc, store: store, opts: opts, log: opts.Logger,
 		inflight: newInFlight(opts.MaxInFlightBytes, opts.InFlightWait)}
-	m, err := newMetrics(store, opts.DecisionLog)
+	m, err := newMetrics(svc)
 	if err != nil {
 		s.log.Error("metrics registration failed", "err", err)
 	}
 	s.metrics = m
 	s.metricsH = promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+	s.routes()
 	return s
 }
 
-func randomPrefix() string {
-	var b [6]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return strconv.FormatInt(time.Now().UnixNano(), 16) + "-s"
-	}
-	return hex.EncodeToString(b[:]) + "-s"
-}
-
-// Route names used as metric labels.
-const (
-	routeDecide  = "decide"
-	routeBatch   = "decide_batch"
-	routeVerify  = "verify"
-	routeHealth  = "healthz"
-	routeReady   = "readyz"
-	routeMetrics = "metrics"
-	routeStatus  = "status"
-	routeOther   = "other"
-)
-
-const verifyPrefix = "/api/verify/policy/"
-
-// ServeHTTP routes the request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	path := r.URL.Path
-	switch {
-	case path == "/v1/decide":
-		s.post(w, r, routeDecide, s.handleDecide)
-	case path == "/v1/decide:batch":
-		s.post(w, r, routeBatch, s.handleBatch)
-	case strings.HasPrefix(path, verifyPrefix):
-		s.post(w, r, routeVerify, s.handleVerify)
-	case path == "/healthz":
-		s.get(w, r, routeHealth, s.handleHealth)
-	case path == "/readyz":
-		s.get(w, r, routeReady, s.handleReady)
-	case path == "/metrics" && !s.opts.SeparateMetrics:
-		s.serveMetrics(w, r)
-	case path == "/v1/status":
-		s.get(w, r, routeStatus, s.handleStatus)
-	default:
-		s.count(routeOther, writeError(w, http.StatusNotFound, &RequestError{Code: ErrCodeNotFound,
-			Message: "no route " + clip(path) + ": want POST /v1/decide, POST /v1/decide:batch, POST " + verifyPrefix + "{policy_id}, GET /healthz, /readyz, /metrics or /v1/status"}))
-	}
-}
-
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	s.get(w, r, routeMetrics, func(w http.ResponseWriter, r *http.Request) int {
-		s.metricsH.ServeHTTP(w, r)
-		return http.StatusOK
-	})
-}
-
-// MetricsHandler serves GET /metrics alone (404 elsewhere), for a metrics listener of its own (see
-// Options.SeparateMetrics).
-func (s *Server) MetricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/metrics" {
-			s.count(routeOther, writeError(w, http.StatusNotFound, &RequestError{Code: ErrCodeNotFound,
-				Message: "no route " + clip(r.URL.Path) + ": this listener serves GET /metrics only"}))
-			return
-		}
-		s.serveMetrics(w, r)
-	})
-}
-
-func (s *Server) count(route string, code int) {
-	s.metrics.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
-}
-
-func (s *Server) post(w http.ResponseWriter, r *http.Request, route string, h func(http.ResponseWriter, *http.Request) int) {
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		s.count(route, writeError(w, http.StatusMethodNotAllowed, &RequestError{Code: ErrCodeMethodNotAllowed,
-			Message: "method " + r.Method + " not allowed: use POST"}))
-		return
-	}
-	s.count(route, s.throttle(w, r, h))
-}
-
-func (s *Server) get(w http.ResponseWriter, r *http.Request, route string, h func(http.ResponseWriter, *http.Request) int) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		s.count(route, writeError(w, http.StatusMethodNotAllowed, &RequestError{Code: ErrCodeMethodNotAllowed,
-			Message: "method " + r.Method + " not allowed: use GET"}))
-		return
-	}
-	s.count(route, h(w, r))
-}
+// Service returns the decision service behind the transport, for other transports to share (its
+// metrics and decision log).
+func (s *Server) Service() *Service { return s.svc }
 
 // errorBody is the body of every 4xx answer.
 type errorBody struct {
@@ -199,118 +120,38 @@ type errorBody struct {
 	Field   string `json:"field,omitempty"`
 }
 
-func writeError(w http.ResponseWriter, status int, e *RequestError) int {
-	return writeJSON(w, status, struct {
+func writeError(w http.ResponseWriter, status int, e *RequestError) {
+	writeJSON(w, status, struct {
 		Error errorBody `json:"error"`
 	}{errorBody{Code: e.Code, Message: e.Error(), Field: e.Field}})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) int {
+func writeJSON(w http.ResponseWriter, status int, v any) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		// Only values of our own types are written; fall back to a fixed error.
 		status = http.StatusInternalServerError
 		data = []byte(`{"error":{"code":"internal","message":"encoding the response failed"}}`)
 	}
-	return writeRaw(w, status, append(data, '\n'))
+	writeRaw(w, status, append(data, '\n'))
 }
 
 var jsonContentType = []string{"application/json"}
 
-// readBody reads the request body within the size limit and checks its media type.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *RequestError, int) {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return nil, &RequestError{Code: ErrCodeUnsupportedMedia, Message: "Content-Type " + clip(ct) + " not supported: send application/json"}, http.StatusUnsupportedMediaType
-		}
-	}
-	if r.ContentLength > s.opts.MaxBodyBytes {
-		return nil, tooLarge(s.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, tooLarge(s.opts.MaxBodyBytes), http.StatusRequestEntityTooLarge
-		}
-		return nil, &RequestError{Code: ErrCodeInvalidJSON, Message: "reading the request body: " + err.Error()}, http.StatusBadRequest
-	}
-	return body, nil, 0
+func writeRaw(w http.ResponseWriter, status int, data []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = []string{strconv.Itoa(len(data))}
+	w.WriteHeader(status)
+	_, _ = w.Write(data)
 }
 
-func tooLarge(n int64) *RequestError {
-	return &RequestError{Code: ErrCodeBodyTooLarge, Message: fmt.Sprintf("request body exceeds %d bytes", n)}
-}
-
-// authenticate returns the caller, or writes the 401/503 answer and returns ok=false.
-// admit authenticates the caller of a POST route and reads its body. When it reports false it has
-// already answered, with the returned status.
-func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*Caller, []byte, int, bool) {
-	caller, status, ok := s.authenticate(w, r)
-	if !ok {
-		return nil, nil, status, false
+func asRequestError(err error) *RequestError {
+	var re *RequestError
+	if errors.As(err, &re) {
+		return re
 	}
-	body, rerr, status := s.readBody(w, r)
-	if rerr != nil {
-		return nil, nil, writeError(w, status, rerr), false
-	}
-	return caller, body, 0, true
-}
-
-func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*Caller, int, bool) {
-	if s.opts.Authenticator == nil {
-		return nil, 0, true
-	}
-	h := r.Header.Get("Authorization")
-	token, ok := strings.CutPrefix(h, "Bearer ")
-	if !ok {
-		token, ok = strings.CutPrefix(h, "bearer ")
-	}
-	token = strings.TrimSpace(token)
-	if !ok || token == "" {
-		s.metrics.authFails.Inc()
-		w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate"`)
-		return nil, writeError(w, http.StatusUnauthorized, &RequestError{Code: ErrCodeUnauthenticated,
-			Field: "Authorization", Message: "a bearer ServiceAccount token with audience " + DefaultAudience + " is required"}), false
-	}
-	c, err := s.opts.Authenticator.Authenticate(r.Context(), token)
-	if err != nil {
-		if errors.Is(err, ErrUnauthenticated) {
-			s.metrics.authFails.Inc()
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tollgate", error="invalid_token"`)
-			return nil, writeError(w, http.StatusUnauthorized, &RequestError{Code: ErrCodeUnauthenticated,
-				Field: "Authorization", Message: err.Error()}), false
-		}
-		s.log.Warn("authentication unavailable", "err", err)
-		w.Header().Set("Retry-After", "1")
-		return nil, writeError(w, http.StatusServiceUnavailable, &RequestError{Code: ErrCodeUnavailable,
-			Message: "cannot authenticate the caller right now: " + err.Error()}), false
-	}
-	return &c, 0, true
-}
-
-func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request) int {
-	caller, body, status, ok := s.admit(w, r)
-	if !ok {
-		return status
-	}
-	req, err := DecodeRequest(body)
-	if err != nil {
-		return writeError(w, http.StatusBadRequest, asRequestError(err))
-	}
-	d, rerr := s.decide(r.Context(), &req, caller, "")
-	if rerr != nil {
-		return writeError(w, http.StatusBadRequest, rerr)
-	}
-	buf := s.getBuf()
-	defer s.putBuf(buf)
-	b, err := appendDecision((*buf)[:0], d)
-	*buf = b
-	if err != nil {
-		return writeJSON(w, http.StatusOK, d)
-	}
-	return writeRaw(w, http.StatusOK, append(b, '\n'))
+	return &RequestError{Code: ErrCodeInvalidJSON, Message: err.Error()}
 }
 
 // getBuf and putBuf recycle response buffers.
@@ -328,234 +169,113 @@ func (s *Server) putBuf(b *[]byte) {
 	}
 }
 
-func writeRaw(w http.ResponseWriter, status int, data []byte) int {
-	h := w.Header()
-	h["Content-Type"] = jsonContentType
-	h["Content-Length"] = []string{strconv.Itoa(len(data))}
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
-	return status
+// handleDecide answers POST /v1/decide.
+func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request, caller *Caller, body []byte) {
+	req, err := DecodeRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, asRequestError(err))
+		return
+	}
+	d, err := s.svc.Decide(r.Context(), &req, caller)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, asRequestError(err))
+		return
+	}
+	buf := s.getBuf()
+	defer s.putBuf(buf)
+	b, err := appendDecision((*buf)[:0], d)
+	*buf = b
+	if err != nil {
+		writeJSON(w, http.StatusOK, d)
+		return
+	}
+	writeRaw(w, http.StatusOK, append(b, '\n'))
 }
 
-func asRequestError(err error) *RequestError {
-	var re *RequestError
-	if errors.As(err, &re) {
-		return re
-	}
-	return &RequestError{Code: ErrCodeInvalidJSON, Message: err.Error()}
-}
-
-func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request) int {
-	caller, body, status, ok := s.admit(w, r)
-	if !ok {
-		return status
-	}
+// handleBatch answers POST /v1/decide:batch: every request is decoded and validated before any is
+// decided.
+func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, caller *Caller, body []byte) {
 	var br batchRequest
 	if err := decodeJSON(body, &br, ""); err != nil {
-		return writeError(w, http.StatusBadRequest, asRequestError(err))
+		writeError(w, http.StatusBadRequest, asRequestError(err))
+		return
 	}
 	if br.Requests == nil {
-		return writeError(w, http.StatusBadRequest, fieldErr(ErrCodeMissingField, "requests", "required: an array of decision requests"))
+		writeError(w, http.StatusBadRequest, fieldErr(ErrCodeMissingField, "requests", "required: an array of decision requests"))
+		return
 	}
 	if len(br.Requests) > s.opts.MaxBatch {
-		return writeError(w, http.StatusBadRequest, fieldErr(ErrCodeBatchTooLarge, "requests", "%d requests exceed the batch limit of %d", len(br.Requests), s.opts.MaxBatch))
+		writeError(w, http.StatusBadRequest, fieldErr(ErrCodeBatchTooLarge, "requests", "%d requests exceed the batch limit of %d", len(br.Requests), s.opts.MaxBatch))
+		return
 	}
 	reqs := make([]policy.Request, len(br.Requests))
 	for i, raw := range br.Requests {
 		prefix := "requests[" + strconv.Itoa(i) + "]"
 		if err := decodeJSON(raw, &reqs[i], prefix); err != nil {
-			return writeError(w, http.StatusBadRequest, asRequestError(err))
+			writeError(w, http.StatusBadRequest, asRequestError(err))
+			return
 		}
 		if err := ValidateRequest(&reqs[i], prefix); err != nil {
-			return writeError(w, http.StatusBadRequest, asRequestError(err))
+			writeError(w, http.StatusBadRequest, asRequestError(err))
+			return
 		}
 	}
-	ds := make([]*policy.Decision, len(reqs))
-	for i := range reqs {
-		d, rerr := s.decide(r.Context(), &reqs[i], caller, "requests["+strconv.Itoa(i)+"].")
-		if rerr != nil {
-			return writeError(w, http.StatusBadRequest, rerr)
-		}
-		ds[i] = d
+	ds, err := s.svc.DecideBatch(r.Context(), reqs, caller)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, asRequestError(err))
+		return
 	}
 	b := append(make([]byte, 0, 512*len(ds)+16), `{"decisions":[`...)
 	for i, d := range ds {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		var err error
 		if b, err = appendDecision(b, d); err != nil {
-			return writeJSON(w, http.StatusOK, batchResponse{Decisions: ds})
+			writeJSON(w, http.StatusOK, batchResponse{Decisions: ds})
+			return
 		}
 	}
-	return writeRaw(w, http.StatusOK, append(b, "]}\n"...))
+	writeRaw(w, http.StatusOK, append(b, "]}\n"...))
 }
 
-func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request) int {
-	policyID := strings.TrimPrefix(r.URL.Path, verifyPrefix)
-	if policyID == "" || strings.Contains(policyID, "/") || len(policyID) > maxNameLen {
-		return writeError(w, http.StatusNotFound, fieldErr(ErrCodeNotFound, "policy_id", "want %s{policy_id}", verifyPrefix))
-	}
-	caller, body, status, ok := s.admit(w, r)
-	if !ok {
-		return status
-	}
-	req, err := decodeVerify(body, policyID)
+// handleVerify answers POST /api/verify/policy/{policy_id} (the id was checked by checkPolicyID).
+func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, caller *Caller, body []byte) {
+	req, err := decodeVerify(body, r.PathValue("policy_id"))
 	if err != nil {
-		return writeError(w, http.StatusBadRequest, asRequestError(err))
+		writeError(w, http.StatusBadRequest, asRequestError(err))
+		return
 	}
-	d, rerr := s.decide(r.Context(), &req, caller, "")
-	if rerr != nil {
-		return writeError(w, http.StatusBadRequest, rerr)
-	}
-	vd := verifyDecision{Decision: d, PassportID: req.AgentID}
-	if vd.PassportID == "" {
-		if snap, err := s.store.resolve(&req, s.opts.DefaultNamespace); err == nil {
-			if p, ok := snap.Passport(req.Passport); ok {
-				vd.PassportID = effectiveAgentID(p)
-			}
-		}
+	d, passportID, err := s.svc.Verify(r.Context(), &req, caller)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, asRequestError(err))
+		return
 	}
 	b := append(make([]byte, 0, 1024), `{"decision":{`...)
 	b, err = appendDecisionFields(b, d)
 	if err != nil {
-		return writeJSON(w, http.StatusOK, verifyResponse{Decision: vd})
-	}
-	if vd.PassportID != "" {
-		b = append(b, `,"passport_id":`...)
-		b = appendString(b, vd.PassportID)
-	}
-	return writeRaw(w, http.StatusOK, append(b, "}}\n"...))
-}
-
-func effectiveAgentID(p policy.Passport) string {
-	if p.Spec.AgentID != "" {
-		return p.Spec.AgentID
-	}
-	return p.UID
-}
-
-// decide answers one validated request: it finds the snapshot, checks the caller against the
-// passport's subjects, decides, and records metrics and the decision log. A *RequestError means the
-// request itself is unusable (4xx); every other problem is a deny decision.
-func (s *Server) decide(ctx context.Context, req *policy.Request, caller *Caller, fieldPrefix string) (*policy.Decision, *RequestError) {
-	start := time.Now()
-	var d policy.Decision
-	if req.Passport == "" && req.AgentID == "" {
-		if rerr := s.passportForCaller(req, caller, fieldPrefix); rerr != nil {
-			return nil, rerr
-		}
-	}
-	snap, err := s.store.resolve(req, s.opts.DefaultNamespace)
-	switch err.(type) {
-	case nil:
-		d = s.decideWith(ctx, snap, req, caller)
-	case errNoPassport:
-		return nil, fieldErr(ErrCodeMissingField, fieldPrefix+"passport", "%s", err.Error())
-	case errAmbiguous:
-		return nil, fieldErr(ErrCodeInvalidField, fieldPrefix+"passport", "%s", err.Error())
-	default: // no bundle for the namespace, or nowhere to be found
-		d = s.ownDecision(start, policy.CodePassportNotFound, err.Error(), "", "")
-	}
-	elapsed := time.Since(start)
-	s.record(&d, req, caller, elapsed, snap)
-	return &d, nil
-}
-
-func (s *Server) decideWith(ctx context.Context, snap *policy.Snapshot, req *policy.Request, caller *Caller) policy.Decision {
-	if caller != nil {
-		var p policy.Passport
-		var found bool
-		if req.Passport != "" {
-			p, found = snap.Passport(req.Passport)
-		} else {
-			p, found = snap.PassportByAgentID(req.AgentID)
-		}
-		// An unknown passport is left to the engine (oap.passport_not_found).
-		if found && !subjectAllowed(p, snap.Namespace(), *caller) {
-			return s.ownDecision(time.Now(), policy.CodeSubjectNotAllowed,
-				fmt.Sprintf("service account %s may not present passport %s/%s (not in spec.subjects.serviceAccounts)",
-					caller, snap.Namespace(), p.Name),
-				policy.PassportDigest(p), snap.Revision())
-		}
-	}
-	return snap.Decide(ctx, *req)
-}
-
-// subjectAllowed reports whether the caller's ServiceAccount may present p.
-func subjectAllowed(p policy.Passport, namespace string, c Caller) bool {
-	ns := p.Namespace
-	if ns == "" {
-		ns = namespace
-	}
-	return (c.Namespace == ns || c.AnyNamespace) && c.ServiceAccount != "" &&
-		slices.Contains(p.Spec.Subjects.ServiceAccounts, c.ServiceAccount)
-}
-
-// ownDecision is a deny made by the server itself (no snapshot, or the caller may not present the
-// passport). It is never cacheable.
-func (s *Server) ownDecision(now time.Time, code, msg, digest, revision string) policy.Decision {
-	return policy.Decision{
-		DecisionID:     s.idPrefix + strconv.FormatUint(s.seq.Add(1), 16),
-		Allow:          false,
-		Decision:       policy.DecisionDeny,
-		Reasons:        []policy.Reason{{Code: code, Message: msg}},
-		PassportDigest: digest,
-		BundleRevision: revision,
-		CreatedAt:      now,
-	}
-}
-
-// record counts the decision and queues its log record. Metric labels come from closed sets (see
-// labels.go), never from the request; the log record carries argument values only when the log opts
-// in (see redact.go).
-func (s *Server) record(d *policy.Decision, req *policy.Request, caller *Caller, elapsed time.Duration, snap *policy.Snapshot) {
-	code := ""
-	if len(d.Reasons) > 0 {
-		code = d.Reasons[0].Code
-	}
-	s.metrics.decisions.WithLabelValues(closedLabel(outcomeLabels, d.Decision), closedLabel(codeLabels, code),
-		s.store.policyLabel(d.PolicyID)).Inc()
-	s.metrics.latency.Observe(elapsed.Seconds())
-	l := s.opts.DecisionLog
-	if l == nil {
+		writeJSON(w, http.StatusOK, verifyResponse{Decision: verifyDecision{Decision: d, PassportID: passportID}})
 		return
 	}
-	rec := &LogRecord{
-		DecisionID: d.DecisionID, Time: d.CreatedAt, Passport: req.Passport, AgentID: req.AgentID,
-		Hook: req.Hook, Tool: req.ToolName, ThreadID: req.ThreadID, CallID: req.CallID,
-		Outcome: d.Decision, Reasons: d.Reasons, PolicyID: d.PolicyID, BundleRevision: d.BundleRevision,
-		LatencyMS: float64(elapsed.Nanoseconds()) / 1e6,
-		src:       logSource{input: req.ToolInput, modified: d.ModifiedInput, snap: snap},
+	if passportID != "" {
+		b = append(b, `,"passport_id":`...)
+		b = appendString(b, passportID)
 	}
-	if rec.Hook == "" {
-		rec.Hook = policy.HookPreToolCall
-	}
-	if caller != nil {
-		rec.Caller = caller.String()
-	}
-	if d.Metadata != nil {
-		rec.src.dryRun, rec.src.warnings = d.Metadata.DryRun, d.Metadata.Warnings
-		rec.Risk, rec.Suppressed = d.Metadata.Risk, d.Metadata.Suppressed
-	}
-	if l.IncludesInput() {
-		rec.ToolInput = req.ToolInput
-	}
-	l.Log(rec)
+	writeRaw(w, http.StatusOK, append(b, "}}\n"...))
 }
 
-func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) int {
-	return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) int {
+func (s *Server) handleReady(w http.ResponseWriter, _ *http.Request) {
 	switch {
 	case s.draining.Load():
-		return writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "shutting down"})
 	case s.store.Len() == 0:
-		return writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "no policy bundle loaded yet"})
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "no policy bundle loaded yet"})
+	default:
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // Status is the body of GET /v1/status.
@@ -578,24 +298,22 @@ type DecisionLogStatus struct {
 	Dropped uint64 `json:"dropped"`
 }
 
-func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) int {
+func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 	st := Status{
 		Ready:          s.store.Len() > 0 && !s.draining.Load(),
 		Namespaces:     s.store.Status(),
 		LoadErrors:     s.store.LoadErrors(),
 		Authentication: s.opts.Authenticator != nil,
 	}
-	if l := s.opts.DecisionLog; l != nil {
+	if l := s.svc.DecisionLog(); l != nil {
 		st.DecisionLog = &DecisionLogStatus{Written: l.Written(), Dropped: l.Dropped()}
 	}
-	return writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, st)
 }
 
 // Close flushes and stops the decision log. Call it after the HTTP server has stopped.
 func (s *Server) Close() {
-	if s.opts.DecisionLog != nil {
-		s.opts.DecisionLog.Close()
-	}
+	s.svc.Close()
 }
 
 // ListenAndServe listens on addr and serves until ctx is done, then drains in-flight requests

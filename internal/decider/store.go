@@ -1,6 +1,7 @@
 // Package decider is Tollgate's decision endpoint: it keeps the compiled policy snapshots of every
-// namespace (Store), feeds them from the bundle ConfigMaps in the cluster (WatchBundles) and serves
-// decisions over HTTP (Server).
+// namespace (Store), feeds them from the bundle ConfigMaps in the cluster (WatchBundlesWithLogger)
+// or from manifest files (Store.LoadSet), decides (Service: Decide, DecideBatch, Verify,
+// DecideJSON) and serves decisions over HTTP (Server, the Service's transport).
 package decider
 
 import (
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
@@ -23,7 +25,6 @@ import (
 type Store struct {
 	limiter    *policy.RateLimiter
 	compile    []policy.Option
-	clock      func() time.Time
 	evaluators *EvaluatorPool
 
 	snaps atomic.Pointer[map[string]*policy.Snapshot]
@@ -67,14 +68,9 @@ func WithEvaluatorPool(p *EvaluatorPool) StoreOption {
 	return func(s *Store) { s.evaluators = p }
 }
 
-// WithStoreClock sets the clock used for status timestamps (default time.Now).
-func WithStoreClock(now func() time.Time) StoreOption {
-	return func(s *Store) { s.clock = now }
-}
-
 // NewStore returns an empty store.
 func NewStore(opts ...StoreOption) *Store {
-	s := &Store{clock: time.Now, status: map[string]*nsStatus{}}
+	s := &Store{status: map[string]*nsStatus{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -97,27 +93,70 @@ func (s *Store) Load(b policy.Bundle) error {
 		s.RecordError("", err)
 		return err
 	}
-	opts := make([]policy.Option, 0, len(s.compile)+2)
-	opts = append(opts, policy.WithRateLimiter(s.limiter), policy.WithEvaluators(s.evaluators.Evaluator))
-	opts = append(opts, s.compile...)
-	snap, err := policy.Compile(b, opts...)
+	snap, err := policy.Compile(b, s.engineOptions()...)
 	if err != nil {
 		err = fmt.Errorf("load bundle of namespace %s: %w", b.Namespace, err)
 		s.RecordError(b.Namespace, err)
 		return err
 	}
+	s.publish(map[string]*policy.Snapshot{b.Namespace: snap}, []policy.Bundle{b})
+	return nil
+}
+
+// LoadSet compiles the bundles of a set of manifests (one per namespace), each once, with the
+// store's engine options, and when every one compiles serves them all at once; namespaces the set
+// does not hold keep their snapshots. A compile problem is a *manifest.InvalidError naming the
+// file, document and field path of each mistake: the store is unchanged and the error is returned
+// but not recorded (the caller knows which namespaces it concerns, see RecordError). It returns
+// the namespaces loaded, sorted.
+func (s *Store) LoadSet(set *manifest.Set) ([]string, error) {
+	bundles, err := set.Bundles()
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bundles {
+		if b.Namespace == "" {
+			return nil, errors.New("load manifests: an object has no namespace")
+		}
+	}
+	snaps, err := set.Compile(s.engineOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	s.publish(snaps, bundles)
+	namespaces := make([]string, len(bundles))
+	for i, b := range bundles {
+		namespaces[i] = b.Namespace
+	}
+	return namespaces, nil
+}
+
+// engineOptions are the options every compile of the store uses: its shared rate limiter and
+// evaluator pool, then WithCompileOptions.
+func (s *Store) engineOptions() []policy.Option {
+	opts := make([]policy.Option, 0, len(s.compile)+2)
+	opts = append(opts, policy.WithRateLimiter(s.limiter), policy.WithEvaluators(s.evaluators.Evaluator))
+	return append(opts, s.compile...)
+}
+
+// publish serves snaps (by namespace), compiled from bundles, in one swap.
+func (s *Store) publish(snaps map[string]*policy.Snapshot, bundles []policy.Bundle) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.publishPolicyIDsLocked(b.Namespace, policyIDs(&b))
 	next := maps.Clone(*s.snaps.Load())
-	next[b.Namespace] = snap
+	now := time.Now()
+	for i := range bundles {
+		ns := bundles[i].Namespace
+		snap := snaps[ns]
+		s.publishPolicyIDsLocked(ns, policyIDs(&bundles[i]))
+		next[ns] = snap
+		st := s.statusLocked(ns)
+		st.revision = snap.Revision()
+		st.loadedAt = now
+		st.lastError, st.errorAt = "", time.Time{}
+		s.loads.Add(1)
+	}
 	s.snaps.Store(&next)
-	st := s.statusLocked(b.Namespace)
-	st.revision = snap.Revision()
-	st.loadedAt = s.clock()
-	st.lastError, st.errorAt = "", time.Time{}
-	s.loads.Add(1)
-	return nil
 }
 
 // RecordError records a failed load of namespace's bundle (for example a bundle that could not be
@@ -127,7 +166,7 @@ func (s *Store) RecordError(namespace string, err error) {
 	defer s.mu.Unlock()
 	st := s.statusLocked(namespace)
 	st.lastError = err.Error()
-	st.errorAt = s.clock()
+	st.errorAt = time.Now()
 	st.errorCount++
 	s.errs.Add(1)
 }

@@ -19,16 +19,12 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/bundlestore"
 )
 
-// WatchBundles keeps store in step with the bundle ConfigMaps (label tollgate.dev/bundle=true) of
-// operatorNamespace, using an informer (watch, no polling). Each change of a namespace's ConfigMaps
-// decodes and compiles its bundle; a bundle that fails to decode or compile is recorded and the last
-// good snapshot keeps serving; a namespace whose ConfigMaps are all gone is removed. It blocks until
-// ctx is done (returning nil) or the informer cannot sync.
-func WatchBundles(ctx context.Context, cs kubernetes.Interface, operatorNamespace string, store *Store) error {
-	return WatchBundlesWithLogger(ctx, cs, operatorNamespace, store, slog.Default())
-}
-
-// WatchBundlesWithLogger is WatchBundles logging loads and errors to log.
+// WatchBundlesWithLogger keeps store in step with the bundle ConfigMaps (label
+// tollgate.dev/bundle=true) of operatorNamespace, using an informer (watch, no polling), and logs
+// loads and errors to log. Each change of a namespace's ConfigMaps decodes and compiles its bundle;
+// a bundle that fails to decode or compile is recorded and the last good snapshot keeps serving; a
+// namespace whose ConfigMaps are all gone is removed. It blocks until ctx is done (returning nil)
+// or the informer cannot sync.
 func WatchBundlesWithLogger(ctx context.Context, cs kubernetes.Interface, operatorNamespace string, store *Store, log *slog.Logger) error {
 	if operatorNamespace == "" {
 		return errors.New("watch bundles: operator namespace is empty")

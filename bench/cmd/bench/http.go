@@ -17,10 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/bench/internal/loadgen"
 	"github.com/tollgate-dev/tollgate/bench/internal/report"
 	"github.com/tollgate-dev/tollgate/bench/internal/stats"
 	"github.com/tollgate-dev/tollgate/bench/internal/sysinfo"
-	"github.com/tollgate-dev/tollgate/internal/decider/loadgen"
 )
 
 // Decider targets (issue 5).
@@ -181,7 +181,7 @@ type loadRun struct {
 	sentP99  []float64 // p99 from each request's actual send, without the load generator's lateness
 }
 
-// benchHTTP measures the decision endpoint over loopback HTTP with internal/decider/loadgen.
+// benchHTTP measures the decision endpoint over loopback HTTP with bench/internal/loadgen.
 func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) {
 	dir, err := os.MkdirTemp("", "tollgate-bench-serve-")
 	if err != nil {
@@ -231,7 +231,7 @@ func benchHTTP(ctx context.Context, cfg config) ([]report.Row, []string, error) 
 	}
 	rows := httpRows(runs, cfg.runs)
 	notes := []string{fmt.Sprintf("Decider: `GOMAXPROCS=1 GOGC=200 GOMEMLIMIT=409MiB tollgate serve -f config/samples --decision-log` (authentication off, decision log to a file; GOGC as config/decider ships it, GOMEMLIMIT as the decider sets it for its 512Mi limit) as a child process, "+
-		"driven by internal/decider/loadgen from the bench process over loopback keep-alive connections: %d for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time, so the load generator's own timer lateness on a busy 2-core machine counts against the server; the `p99 from actual send` row leaves it out); %s per run after %s warm-up. "+
+		"driven by bench/internal/loadgen from the bench process over loopback keep-alive connections: %d for maximum throughput (closed loop), %d for fixed rates (open loop, latency from each request's scheduled time, so the load generator's own timer lateness on a busy 2-core machine counts against the server; the `p99 from actual send` row leaves it out); %s per run after %s warm-up. "+
 		"Requests: a round-robin mix of %d (allow, Modify, blocked pattern, agent_id lookup, suspended passport); a batch carries 10 of them. "+
 		"CPU is the share of one core each process used (from /proc); per server CPU-second = decisions ÷ the server's CPU time (utime+stime), the rate one fully used core would give: "+
 		"on 2 cores shared by server, load generator and other work the server rarely gets a whole core.",

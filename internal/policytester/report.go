@@ -1,4 +1,4 @@
-package policytest
+package policytester
 
 import (
 	"encoding/json"

@@ -1,17 +1,17 @@
-package policytest_test
+package policytester_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/tollgate-dev/tollgate/internal/policytest"
+	"github.com/tollgate-dev/tollgate/internal/policytester"
 )
 
 // TestGuardCorpus runs the guard corpus (testdata/guard) against config/samples: no dangerous call
 // may be allowed and no benign call denied.
 func TestGuardCorpus(t *testing.T) {
-	rep, err := policytest.Run(context.Background(), "../../testdata/guard")
+	rep, err := policytester.Run(context.Background(), "../../testdata/guard")
 	if err != nil {
 		t.Fatal(err)
 	}

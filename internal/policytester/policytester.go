@@ -1,4 +1,8 @@
-package policytest
+// Package policytester runs Tollgate policy test files (`tollgate test`): YAML documents naming the
+// policies and passports under test and cases of decision requests with their expected outcome, in
+// the spirit of `kyverno test` and `opa test`. Each case is decided by the decision service
+// (decider.Service.DecideJSON) exactly as POST /v1/decide would decide it.
+package policytester
 
 import (
 	"bytes"
@@ -14,6 +18,7 @@ import (
 
 	sigsjson "sigs.k8s.io/json"
 
+	"github.com/tollgate-dev/tollgate/internal/decider"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -280,13 +285,13 @@ func runTest(ctx context.Context, file string, t Test, rep *Report) {
 		now := *t.Now
 		opts = append(opts, policy.WithClock(func() time.Time { return now }))
 	}
-	ep, err := NewEndpoint(set, t.Namespace, opts...)
+	svc, err := decider.NewManifestService(set, t.Namespace, opts...)
 	if err != nil {
 		rep.Errors = append(rep.Errors, FileError{File: file, Test: t.Metadata.Name, Error: err.Error()})
 		return
 	}
 	for _, c := range t.Cases {
-		res := runCase(ctx, ep, c)
+		res := runCase(ctx, svc, c)
 		res.File, res.Test = file, t.Metadata.Name
 		if res.Pass {
 			rep.Passed++
@@ -297,14 +302,14 @@ func runTest(ctx context.Context, file string, t Test, rep *Report) {
 	}
 }
 
-func runCase(ctx context.Context, ep *Endpoint, c Case) Result {
+func runCase(ctx context.Context, svc *decider.Service, c Case) Result {
 	res := Result{Case: c.Name, Expect: c.Expect}
-	body, err := RequestJSON(c.Request)
+	body, err := decider.RequestJSON(c.Request)
 	if err != nil {
 		res.Failures = []string{err.Error()}
 		return res
 	}
-	d, _, err := ep.Decide(ctx, body)
+	d, _, err := svc.DecideJSON(ctx, body, nil)
 	if err != nil {
 		res.Failures = []string{err.Error()}
 		return res
