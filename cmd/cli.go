@@ -9,8 +9,9 @@ import (
 	"io"
 	"os"
 
+	"github.com/tollgate-dev/tollgate/internal/decider"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
-	"github.com/tollgate-dev/tollgate/internal/policytest"
+	"github.com/tollgate-dev/tollgate/internal/policytester"
 )
 
 // evalCommand decides one request against manifest files and prints the decision JSON as the
@@ -43,7 +44,7 @@ func (c *evalCommand) Run(ctx context.Context, cio *cmdIO, args []string) error 
 	if err != nil {
 		return err
 	}
-	ep, err := policytest.NewEndpoint(set, c.defaultNamespace)
+	svc, err := decider.NewManifestService(set, c.defaultNamespace)
 	if err != nil {
 		return err
 	}
@@ -51,11 +52,11 @@ func (c *evalCommand) Run(ctx context.Context, cio *cmdIO, args []string) error 
 	if err != nil {
 		return err
 	}
-	body, err := policytest.RequestJSON(raw)
+	body, err := decider.RequestJSON(raw)
 	if err != nil {
 		return fmt.Errorf("%s: %w", requestName(c.request), err)
 	}
-	_, out, err := ep.Decide(ctx, body)
+	_, out, err := svc.DecideJSON(ctx, body, nil)
 	if err != nil {
 		return fmt.Errorf("%s: %w", requestName(c.request), err)
 	}
@@ -120,7 +121,7 @@ func (c *testCommand) Run(ctx context.Context, cio *cmdIO, paths []string) error
 		cio.usage()
 		return usageError("no test paths: give test files or directories holding them")
 	}
-	rep, err := policytest.Run(ctx, paths...)
+	rep, err := policytester.Run(ctx, paths...)
 	if err != nil {
 		return err
 	}
