@@ -433,7 +433,9 @@ var _ = Describe("Bundle writer", func() {
 			return snap.Decide(ctx, curl)
 		}
 		readyOf := func(name string) func(g Gomega) metav1.Condition {
-			return func(g Gomega) metav1.Condition { return cond(getPolicy(ns, name)(g).Status.Conditions, v1.ConditionReady) }
+			return func(g Gomega) metav1.Condition {
+				return cond(getPolicy(ns, name)(g).Status.Conditions, v1.ConditionReady)
+			}
 		}
 
 		By("four bulky policies compile together and are enforced")

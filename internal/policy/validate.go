@@ -151,7 +151,7 @@ func validateURL(e *errs, path, raw string) {
 	}
 	// The scheme is matched as written, as the CRD's pattern ^https?:// does (url.Parse lowercases it).
 	u, err := url.Parse(raw)
-	if err != nil || !(strings.HasPrefix(raw, "http://") || strings.HasPrefix(raw, "https://")) || u.Host == "" {
+	if err != nil || !strings.HasPrefix(raw, "http://") && !strings.HasPrefix(raw, "https://") || u.Host == "" {
 		e.add(path, "must be an http:// or https:// URL")
 	}
 }
