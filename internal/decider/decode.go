@@ -206,12 +206,8 @@ func ValidateRequest(req *policy.Request, prefix string) error {
 }
 
 // clip shortens s to at most 64 bytes, whole characters, for quoting in an answer.
-func clip(s string) string {
-	if len(s) > 64 {
-		return clipUTF8(s, 64) + "…"
-	}
-	return s
-}
+// clip quotes at most 64 bytes of a caller-supplied value (policy.Clip).
+func clip(s string) string { return policy.Clip(s, 64) }
 
 // batchRequest is the body of POST /v1/decide:batch.
 type batchRequest struct {

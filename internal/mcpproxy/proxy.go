@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tollgate-dev/tollgate/internal/decider"
+	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
 // Defaults of Config.
@@ -289,10 +290,5 @@ func validToolName(s string) bool {
 	return true
 }
 
-func clip(s string) string {
-	const n = 128
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
-}
+// clip quotes at most 128 bytes of a caller-supplied value (policy.Clip).
+func clip(s string) string { return policy.Clip(s, 128) }
