@@ -205,8 +205,7 @@ func ValidateRequest(req *policy.Request, prefix string) error {
 	return nil
 }
 
-// clip shortens s to at most 64 bytes, whole characters, for quoting in an answer.
-// clip quotes at most 64 bytes of a caller-supplied value (policy.Clip).
+// clip shortens s to at most 64 bytes, whole characters, for quoting in an answer (policy.Clip).
 func clip(s string) string { return policy.Clip(s, 64) }
 
 // batchRequest is the body of POST /v1/decide:batch.
