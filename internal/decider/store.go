@@ -103,31 +103,29 @@ func (s *Store) Load(b policy.Bundle) error {
 	return nil
 }
 
-// LoadSet compiles the bundles of a set of manifests (one per namespace), each once, with the
-// store's engine options, and when every one compiles serves them all at once; namespaces the set
-// does not hold keep their snapshots. A compile problem is a *manifest.InvalidError naming the
-// file, document and field path of each mistake: the store is unchanged and the error is returned
-// but not recorded (the caller knows which namespaces it concerns, see RecordError). It returns
-// the namespaces loaded, sorted.
+// LoadSet builds and compiles the bundles of a set of manifests (one per namespace, each compiled
+// once, with the store's engine options) and when every one compiles serves them all at once;
+// namespaces the set does not hold keep their snapshots. A problem is a *manifest.InvalidError
+// naming the file, document and field path of each mistake: the store is unchanged and the error
+// is returned but not recorded (the caller knows which namespaces it concerns, see RecordError).
+// It returns the namespaces loaded, sorted.
 func (s *Store) LoadSet(set *manifest.Set) ([]string, error) {
-	bundles, err := set.Bundles()
+	built, err := set.Build(s.engineOptions()...)
 	if err != nil {
 		return nil, err
 	}
-	for _, b := range bundles {
-		if b.Namespace == "" {
-			return nil, errors.New("load manifests: an object has no namespace")
+	snaps := make(map[string]*policy.Snapshot, len(built))
+	bundles := make([]policy.Bundle, len(built))
+	namespaces := make([]string, len(built))
+	for i, b := range built {
+		if b.Bundle.Namespace == "" || b.Snapshot == nil {
+			return nil, fmt.Errorf("load manifests: namespace %q has no compiled bundle", b.Bundle.Namespace)
 		}
-	}
-	snaps, err := set.Compile(s.engineOptions()...)
-	if err != nil {
-		return nil, err
+		snaps[b.Bundle.Namespace] = b.Snapshot
+		bundles[i] = b.Bundle
+		namespaces[i] = b.Bundle.Namespace
 	}
 	s.publish(snaps, bundles)
-	namespaces := make([]string, len(bundles))
-	for i, b := range bundles {
-		namespaces[i] = b.Namespace
-	}
 	return namespaces, nil
 }
 

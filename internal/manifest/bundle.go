@@ -40,6 +40,11 @@ func (s *Set) Bundles() ([]policy.Bundle, error) {
 	return out, nil
 }
 
+// Build builds and compiles every namespace's bundle with opts, once, and returns the bundles with
+// their snapshots, sorted by namespace: what a decision store serves (decider.Store.LoadSet).
+// Problems are an *InvalidError as for Compile.
+func (s *Set) Build(opts ...policy.Option) ([]convert.BuiltBundle, error) { return s.build(opts...) }
+
 // build builds and compiles every namespace's bundle, sorted by namespace, with opts.
 func (s *Set) build(opts ...policy.Option) ([]convert.BuiltBundle, error) {
 	builder := convert.BundleBuilder{Options: opts}
