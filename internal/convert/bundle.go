@@ -66,9 +66,6 @@ type PassportOutcome struct {
 	HeldBy string
 }
 
-// LeftOut reports whether the passport is not in the bundle.
-func (o PassportOutcome) LeftOut() bool { return len(o.Errors) > 0 || o.HeldBy != "" }
-
 // HeldByError is the problem of a passport left out for its agent id, at spec.agentID.
 func (o PassportOutcome) HeldByError() *field.Error {
 	return field.Invalid(field.NewPath("spec", "agentID"), field.OmitValueType{},
@@ -90,15 +87,6 @@ type BuiltBundle struct {
 	Policies map[string]PolicyOutcome
 	// Passports are the outcomes by passport name.
 	Passports map[string]PassportOutcome
-}
-
-// RejectedErrors returns the problems of the rejected bundle with paths from its root
-// (policies[name].spec.rules[2].when), or nil.
-func (b *BuiltBundle) RejectedErrors() field.ErrorList {
-	if b.Rejected == nil {
-		return nil
-	}
-	return b.Rejected.Errors()
 }
 
 // Build builds the bundle of objs.
