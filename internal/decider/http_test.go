@@ -11,7 +11,7 @@ import (
 )
 
 // samplesServer serves config/samples as namespace team-a, loaded from a bundle ConfigMap in envtest
-// through WatchBundles.
+// through WatchBundlesWithLogger.
 func samplesServer(t *testing.T, opts Options) string {
 	t.Helper()
 	cs := kube(t)

@@ -176,7 +176,7 @@ func putConfigMap(t testing.TB, cs kubernetes.Interface, cm *corev1.ConfigMap) {
 	}
 }
 
-// watchedStore starts WatchBundles into a new store for the test's lifetime.
+// watchedStore starts WatchBundlesWithLogger into a new store for the test's lifetime.
 func watchedStore(t testing.TB, cs kubernetes.Interface, opts ...StoreOption) *Store {
 	t.Helper()
 	store := NewStore(opts...)
@@ -186,7 +186,7 @@ func watchedStore(t testing.TB, cs kubernetes.Interface, opts ...StoreOption) *S
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
-			t.Errorf("WatchBundles: %v", err)
+			t.Errorf("WatchBundlesWithLogger: %v", err)
 		}
 	})
 	return store

@@ -50,7 +50,7 @@ const (
 )
 
 // propagation is the running system: envtest, the manager with Tollgate's reconcilers and a decider
-// store fed by WatchBundles, all in this process.
+// store fed by WatchBundlesWithLogger, all in this process.
 type propagation struct {
 	c     client.Client
 	store *decider.Store
@@ -105,7 +105,7 @@ func benchPropagation(ctx context.Context, cfg config) ([]report.Row, []string, 
 	rows := append(
 		propagationRows("propagation.policy_change", "3. Policy change → enforced", policyLat, targetPolicyChangeP99),
 		propagationRows("propagation.suspension", "3. Passport suspension → deny oap.passport_suspended", suspendLat, targetSuspensionP99)...)
-	notes := []string{fmt.Sprintf("Propagation: envtest (kube-apiserver + etcd from bin/k8s) with the manager's reconcilers (default bundle interval %s) and a decider Store fed by WatchBundles in this process; "+
+	notes := []string{fmt.Sprintf("Propagation: envtest (kube-apiserver + etcd from bin/k8s) with the manager's reconcilers (default bundle interval %s) and a decider Store fed by WatchBundlesWithLogger in this process; "+
 		"each trial times one API update until the decider's first decision that reflects it (polled every %s), isolated changes %s apart; %d trials each after %d warm-up trials.",
 		controller.DefaultBundleInterval, pollEvery, p.gap, cfg.trials, warmupTrials)}
 	return rows, notes, nil
