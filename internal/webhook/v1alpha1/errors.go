@@ -1,6 +1,8 @@
 // Package v1alpha1 holds the validating and defaulting admission webhooks of Tollgate's
-// guardrails.tollgate.dev/v1alpha1 kinds. Validation runs the policy engine's compile, so every
-// problem the decision endpoints would hit is reported at admission time with its field path.
+// guardrails.tollgate.dev/v1alpha1 kinds. Validation calls convert.Validator, the validator the
+// controllers and the file loader use too (the policy engine's compile), so every problem the
+// decision endpoints would hit is reported at admission time with its field path. Defaults are the
+// engine's (policy.Default*).
 package v1alpha1
 
 import (
