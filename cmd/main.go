@@ -65,6 +65,7 @@ func commands() map[string]commandInfo {
 			synopsis: "[--once] [--bind-address 127.0.0.1:8080] [flags]", new: newDemoCommand},
 		"hook": {summary: "answer a coding agent's pre-tool hook (Claude Code, Gemini CLI, Cursor)",
 			synopsis: "<agent> [flags] < event.json", new: newHookCommand, rawArgs: true},
+		"mcp-proxy": {summary: "guard an agent's MCP servers: decide every tool call passing through", synopsis: mcpProxySynopsis, new: newMCPProxyCommand, rawArgs: true},
 	}
 }
 

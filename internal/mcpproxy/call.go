@@ -66,11 +66,29 @@ func (p *Proxy) callTool(ctx context.Context, px *proxied, req *mcp.CallToolRequ
 	if err != nil {
 		return nil, err
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: req.Params.Meta, Name: tool, Arguments: args})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: forwardedMeta(req.Params.Meta), Name: tool, Arguments: args})
 	if err != nil {
 		return nil, fmt.Errorf("calling tool %s of upstream %s: %w", tool, px.name, err)
 	}
 	return p.screenResult(ctx, full, dreq.ThreadID, res, caller), nil
+}
+
+// forwardedMeta is the part of a call's _meta the upstream receives: the agent's own keys. The
+// protocol's keys (io.modelcontextprotocol/…: the agent's protocol version and client information,
+// which belong to the agent's session with the proxy, not to the proxy's with the upstream) and the
+// progress token (the proxy relays no notifications) stay behind.
+func forwardedMeta(m mcp.Meta) mcp.Meta {
+	var out mcp.Meta
+	for k, v := range m {
+		if k == "progressToken" || strings.HasPrefix(k, "io.modelcontextprotocol/") || strings.HasPrefix(k, "modelcontextprotocol.io/") {
+			continue
+		}
+		if out == nil {
+			out = mcp.Meta{}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // toolRequest reads a call's arguments as the decider reads a request body (strict JSON: no

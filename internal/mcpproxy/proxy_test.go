@@ -336,3 +336,39 @@ func TestNotFound(t *testing.T) {
 		t.Fatal("New accepted an invalid upstream name")
 	}
 }
+
+// TestStdioAgentSide: an agent speaking to the proxy's server over a pipe (as over stdio; the Go
+// SDK's client then uses the 2026-07-28 protocol, with protocol keys in every request's _meta) is
+// guarded the same, and the upstream never receives the agent's protocol keys.
+func TestStdioAgentSide(t *testing.T) {
+	env := setup(t, modeInProcess, func(c *Config) { c.Authenticator, c.Passport = nil, "default/coding-agent" })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := env.proxy.Server("github").Connect(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "stdio-agent", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	if got := listNames(t, cs); slices.Contains(got, "delete_repo") || len(got) != 4 {
+		t.Fatalf("tools over the pipe: %v", got)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "git status"},
+		Meta: mcp.Meta{"trace": "t-1", "progressToken": "p-1"}})
+	if err != nil || res.IsError {
+		t.Fatalf("allowed call over the pipe: %v %v", err, res)
+	}
+	assertDenied(t, call(t, cs, "run_command", map[string]any{"command": "rm -rf ~"}), "run_command", policy.CodeBlockedPattern)
+	if n := len(env.rec.of("run_command")); n != 1 {
+		t.Fatalf("run_command ran %d times upstream, want 1", n)
+	}
+	in := mcp.Meta{"trace": "t-1", "progressToken": "p-1", "io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+	if got := forwardedMeta(in); len(got) != 1 || got["trace"] != "t-1" {
+		t.Fatalf("forwardedMeta(%v) = %v, want only the agent's own key", in, got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -200,4 +201,35 @@ func (u *upstreamConns) close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ParseUpstreams reads upstreams written "name=URL", several separated by commas (the form of
+// `tollgate mcp-proxy --upstream` and of the pod annotation tollgate.dev/mcp-upstreams), and checks
+// each as New does. Names must be distinct.
+func ParseUpstreams(s string) ([]Upstream, error) {
+	var out []Upstream
+	seen := map[string]bool{}
+	for item := range strings.SplitSeq(s, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, u, ok := strings.Cut(item, "=")
+		if !ok {
+			return nil, fmt.Errorf("upstream %q: want name=URL", clip(item))
+		}
+		up := Upstream{Name: strings.TrimSpace(name), URL: strings.TrimSpace(u)}
+		if err := up.validate(); err != nil {
+			return nil, err
+		}
+		if seen[up.Name] {
+			return nil, fmt.Errorf("upstream %s is named twice", up.Name)
+		}
+		seen[up.Name] = true
+		out = append(out, up)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no upstream: want name=URL[,name=URL...]")
+	}
+	return out, nil
 }
