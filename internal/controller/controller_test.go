@@ -131,6 +131,18 @@ func kstatusOf(obj client.Object) kstatus.Status {
 
 const timeout = 20 * time.Second
 
+// setPassportStatus sets the passport's spec.status and waits until the stored bundle holds it.
+func setPassportStatus(ns, name string, status v1.PassportStatusValue) {
+	GinkgoHelper()
+	p := getPassport(ns, name)(Default)
+	p.Spec.Status = status
+	Expect(k8sClient.Update(ctx, p)).To(Succeed())
+	Eventually(func(g Gomega) string {
+		bp, _ := bundlePassport(storedBundle(g, ns), name)
+		return bp.Spec.Status
+	}, timeout).Should(Equal(string(status)))
+}
+
 var _ = Describe("AgentPassport reconciler", func() {
 	It("walks every phase with conditions, digest, events and the bundle following", func() {
 		ns := newNamespace("passport")
@@ -329,13 +341,7 @@ var _ = Describe("GuardrailPolicy reconciler", func() {
 		Expect(bp.Spec.Rules[1].Message).To(Equal("git is fine"))
 
 		By("a suspension still reaches the bundle while the policy is broken")
-		a1 := getPassport(ns, "a1")(Default)
-		a1.Spec.Status = v1.PassportSuspended
-		Expect(k8sClient.Update(ctx, a1)).To(Succeed())
-		Eventually(func(g Gomega) string {
-			p, _ := bundlePassport(storedBundle(g, ns), "a1")
-			return p.Spec.Status
-		}, timeout).Should(Equal("suspended"))
+		setPassportStatus(ns, "a1", v1.PassportSuspended)
 		bp, _ = bundlePolicy(storedBundle(Default, ns), "shell")
 		Expect(bp.Generation).To(Equal(int64(2)))
 		_, err := policy.Compile(storedBundle(Default, ns))
@@ -481,21 +487,9 @@ var _ = Describe("Bundle writer", func() {
 		Expect(snap.Decide(ctx, wget).Decision).To(Equal(policy.DecisionAllow), "the previous bundle's policies decide: p5 is not enforced")
 
 		By("a suspension still reaches the bundle while the policies are over budget")
-		a := getPassport(ns, "agent")(Default)
-		a.Spec.Status = v1.PassportSuspended
-		Expect(k8sClient.Update(ctx, a)).To(Succeed())
-		Eventually(func(g Gomega) string {
-			p, _ := bundlePassport(storedBundle(g, ns), "agent")
-			return p.Spec.Status
-		}, timeout).Should(Equal("suspended"))
+		setPassportStatus(ns, "agent", v1.PassportSuspended)
 		Expect(decide(Default).Reasons[0].Code).To(Equal(policy.CodePassportSuspended))
-		a = getPassport(ns, "agent")(Default)
-		a.Spec.Status = v1.PassportActive
-		Expect(k8sClient.Update(ctx, a)).To(Succeed())
-		Eventually(func(g Gomega) string {
-			p, _ := bundlePassport(storedBundle(g, ns), "agent")
-			return p.Spec.Status
-		}, timeout).Should(Equal("active"))
+		setPassportStatus(ns, "agent", v1.PassportActive)
 		_, ok = bundlePolicy(storedBundle(Default, ns), "p5")
 		Expect(ok).To(BeFalse(), "p5 is still left out")
 

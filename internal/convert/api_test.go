@@ -202,6 +202,56 @@ func TestRoundTripEveryField(t *testing.T) {
 	}
 }
 
+// TestSamplesConvertLosslessly checks that every sample's spec survives conversion into the engine
+// structs: re-encoding the engine spec gives back the same JSON document.
+func TestSamplesConvertLosslessly(t *testing.T) {
+	files, err := filepath.Glob("../../config/samples/guardrails_*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var meta struct{ Kind string }
+			if err := yaml.Unmarshal(data, &meta); err != nil {
+				t.Fatal(err)
+			}
+			var apiSpec, engineSpec any
+			switch meta.Kind {
+			case "AgentPassport":
+				var p v1.AgentPassport
+				if err := yaml.UnmarshalStrict(data, &p); err != nil {
+					t.Fatal(err)
+				}
+				out, err := convert.Passport(&p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				apiSpec, engineSpec = p.Spec, out.Spec
+			case "GuardrailPolicy":
+				var p v1.GuardrailPolicy
+				if err := yaml.UnmarshalStrict(data, &p); err != nil {
+					t.Fatal(err)
+				}
+				out, err := convert.Policy(&p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				apiSpec, engineSpec = p.Spec, out.Spec
+			default:
+				t.Fatalf("unexpected kind %q", meta.Kind)
+			}
+			want, got := canonicalJSON(t, apiSpec), canonicalJSON(t, engineSpec)
+			if want != got {
+				t.Errorf("spec changed in conversion:\n api: %s\n got: %s", want, got)
+			}
+		})
+	}
+}
+
 func canonicalJSON(t *testing.T, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)
@@ -325,27 +375,31 @@ func withValue(t *testing.T, doc any, path []seg, value string) any {
 	if err := json.Unmarshal(data, &cp); err != nil {
 		t.Fatal(err)
 	}
-	cur := cp
-	for i, s := range path {
-		last := i == len(path)-1
-		switch c := cur.(type) {
-		case map[string]any:
-			if last {
-				c[s.key] = value
-			} else {
-				cur = c[s.key]
-			}
-		case []any:
-			if last {
-				c[s.index] = value
-			} else {
-				cur = c[s.index]
-			}
-		default:
-			t.Fatalf("path %s does not lead into the document", enginePath(path))
-		}
+	switch parent, last := descend(cp, path[:len(path)-1]), path[len(path)-1]; c := parent.(type) {
+	case map[string]any:
+		c[last.key] = value
+	case []any:
+		c[last.index] = value
+	default:
+		t.Fatalf("path %s does not lead into the document", enginePath(path))
 	}
 	return cp
+}
+
+// descend returns the value at path in doc (nil when the path leads nowhere).
+func descend(doc any, path []seg) any {
+	cur := doc
+	for _, s := range path {
+		switch c := cur.(type) {
+		case map[string]any:
+			cur = c[s.key]
+		case []any:
+			cur = c[s.index]
+		default:
+			return nil
+		}
+	}
+	return cur
 }
 
 // probes are candidate values for every marked field: each must be refused by the engine whenever
@@ -433,7 +487,9 @@ func TestCRDMarkersAreEnforcedByTheEngine(t *testing.T) {
 					crdAccepts = re.MatchString
 				} else {
 					crdAccepts = func(v string) bool { return slices.Contains(l.enum, v) }
-					candidates = append(candidates, l.enum...)
+					for _, v := range l.enum {
+						candidates = append(candidates, v, strings.ToLower(v), strings.ToUpper(v), v+"x", " "+v)
+					}
 					for _, v := range l.enum {
 						if inSiblings(doc, l.path, v) {
 							continue // a list of distinct values (listType=set) already holds v
@@ -456,18 +512,11 @@ func TestCRDMarkersAreEnforcedByTheEngine(t *testing.T) {
 // inSiblings reports whether v is another element of the list holding the value at path.
 func inSiblings(doc any, path []seg, v string) bool {
 	last := path[len(path)-1]
-	if last.key != "" {
+	list, ok := descend(doc, path[:len(path)-1]).([]any)
+	if last.key != "" || !ok {
 		return false
 	}
-	cur := doc
-	for _, s := range path[:len(path)-1] {
-		if s.key == "" {
-			cur = cur.([]any)[s.index]
-		} else {
-			cur = cur.(map[string]any)[s.key]
-		}
-	}
-	for i, e := range cur.([]any) {
+	for i, e := range list {
 		if i != last.index && e == v {
 			return true
 		}
