@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -285,35 +286,26 @@ type fileLoader struct {
 	loaded []string
 }
 
-// reload loads and compiles every path; when anything is invalid the store keeps its snapshots and
-// the error is recorded (visible in /v1/status) and returned.
+// reload loads every path and compiles each namespace's bundle once (Store.LoadSet); when anything
+// is invalid the store keeps its snapshots and the error is recorded (visible in /v1/status) and
+// returned. Namespaces the files no longer hold are dropped.
 func (l *fileLoader) reload() error {
 	set, err := manifest.Load(l.paths...)
-	if err == nil {
-		_, err = set.Compile()
-	}
 	if err != nil {
 		l.recordError(err)
 		return err
 	}
-	bundles, err := set.Bundles()
+	loaded, err := l.store.LoadSet(set)
 	if err != nil {
 		l.recordError(err)
 		return err
-	}
-	now := map[string]bool{}
-	for _, b := range bundles {
-		if err := l.store.Load(b); err != nil {
-			return err
-		}
-		now[b.Namespace] = true
 	}
 	for _, ns := range l.loaded {
-		if !now[ns] {
+		if !slices.Contains(loaded, ns) {
 			l.store.Remove(ns)
 		}
 	}
-	l.loaded = set.Namespaces()
+	l.loaded = loaded
 	policies, passports := 0, 0
 	for _, o := range set.Objects {
 		if o.Policy != nil {
