@@ -406,7 +406,7 @@ func (d *demo) startDecider(ctx context.Context, cfg *rest.Config, errc chan<- e
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", d.opts.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listening on %s (choose another with --addr): %w", d.opts.Addr, err)
+		return nil, fmt.Errorf("listening on %s (choose another with --bind-address): %w", d.opts.Addr, err)
 	}
 	d.wg.Go(func() {
 		if err := srv.Serve(ctx, ln); err != nil {
