@@ -37,15 +37,9 @@ var _ admission.Defaulter[*guardrailsv1alpha1.AgentPassport] = AgentPassportDefa
 
 // Default sets the defaults on p.
 func (AgentPassportDefaulter) Default(_ context.Context, p *guardrailsv1alpha1.AgentPassport) error {
-	if p.Spec.Status == "" {
-		p.Spec.Status = policy.DefaultPassportStatus
-	}
-	if p.Spec.AssuranceLevel == "" {
-		p.Spec.AssuranceLevel = policy.DefaultAssuranceLevel
-	}
-	if p.Spec.Owner.Type == "" {
-		p.Spec.Owner.Type = policy.DefaultOwnerType
-	}
+	orDefault(&p.Spec.Status, policy.DefaultPassportStatus)
+	orDefault(&p.Spec.AssuranceLevel, policy.DefaultAssuranceLevel)
+	orDefault(&p.Spec.Owner.Type, policy.DefaultOwnerType)
 	return nil
 }
 

@@ -44,42 +44,33 @@ func (GuardrailPolicyDefaulter) Default(_ context.Context, p *guardrailsv1alpha1
 
 // DefaultGuardrailPolicySpec fills every unset defaultable field of s.
 func DefaultGuardrailPolicySpec(s *guardrailsv1alpha1.GuardrailPolicySpec) {
-	if s.EnforcementAction == "" {
-		s.EnforcementAction = policy.DefaultEnforcementAction
-	}
-	if s.FailurePolicy == "" {
-		s.FailurePolicy = policy.DefaultFailurePolicy
-	}
-	if s.DefaultAction == "" {
-		s.DefaultAction = policy.DefaultDefaultAction
-	}
+	orDefault(&s.EnforcementAction, policy.DefaultEnforcementAction)
+	orDefault(&s.FailurePolicy, policy.DefaultFailurePolicy)
+	orDefault(&s.DefaultAction, policy.DefaultDefaultAction)
 	for i := range s.RateLimits {
-		if s.RateLimits[i].Per == "" {
-			s.RateLimits[i].Per = policy.DefaultRateLimitPer
-		}
+		orDefault(&s.RateLimits[i].Per, policy.DefaultRateLimitPer)
 	}
 	if g := s.InputGuards; g != nil {
-		if g.BlockThreshold == "" {
-			g.BlockThreshold = policy.DefaultBlockThreshold
-		}
+		orDefault(&g.BlockThreshold, policy.DefaultBlockThreshold)
 		for i := range g.Patterns {
-			if g.Patterns[i].RiskType == "" {
-				g.Patterns[i].RiskType = policy.DefaultInputRiskType
-			}
+			orDefault(&g.Patterns[i].RiskType, policy.DefaultInputRiskType)
 		}
 	}
 	if g := s.ResponseGuards; g != nil {
-		if g.BlockThreshold == "" {
-			g.BlockThreshold = policy.DefaultBlockThreshold
-		}
+		orDefault(&g.BlockThreshold, policy.DefaultBlockThreshold)
 		for i := range g.Patterns {
-			if g.Patterns[i].RiskType == "" {
-				g.Patterns[i].RiskType = policy.DefaultOutputRiskType
-			}
+			orDefault(&g.Patterns[i].RiskType, policy.DefaultOutputRiskType)
 		}
 	}
 	if e := s.ExternalEvaluator; e != nil && e.Timeout == nil {
 		e.Timeout = &metav1.Duration{Duration: policy.DefaultEvaluatorTimeout}
+	}
+}
+
+// orDefault sets *v to def when it is empty.
+func orDefault[T ~string](v *T, def T) {
+	if *v == "" {
+		*v = def
 	}
 }
 
