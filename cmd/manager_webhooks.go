@@ -36,6 +36,7 @@ type webhookOptions struct {
 	operatorNamespace string
 	deciderURL        string
 	tokenExpiration   time.Duration
+	mcpProxyImage     string
 }
 
 // BindFlags registers the webhook flags on fs.
@@ -67,6 +68,8 @@ func (w *webhookOptions) BindFlags(fs *flag.FlagSet) {
 		"Decision endpoint URL injected into opted-in pods as TOLLGATE_URL (default http://tollgate-decider.<operator-namespace>.svc:8080).")
 	fs.DurationVar(&w.tokenExpiration, "token-expiration", pod.MinTokenExpiration,
 		"Lifetime of the projected ServiceAccount token (audience tollgate) injected into opted-in pods; at least 10m, refreshed by the kubelet.")
+	fs.StringVar(&w.mcpProxyImage, "mcp-proxy-image", "",
+		"Image of the MCP gateway sidecar (the tollgate image) added to pods annotated tollgate.dev/mcp-upstreams; empty refuses such pods.")
 }
 
 // namespace is the operator's namespace.
@@ -85,7 +88,7 @@ func (w *webhookOptions) podOptions() pod.Options {
 	if url == "" {
 		url = "http://tollgate-decider." + w.namespace() + ".svc:8080"
 	}
-	return pod.Options{DeciderURL: url, TokenExpiration: w.tokenExpiration}
+	return pod.Options{DeciderURL: url, TokenExpiration: w.tokenExpiration, MCPProxyImage: w.mcpProxyImage}
 }
 
 // managerOptions configures the manager's webhook server; call it before ctrl.NewManager.

@@ -79,7 +79,7 @@ func (h *harness) startManager(logger logr.Logger) error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	if err := tgwebhook.Setup(ctx, mgr, tgwebhook.Options{Pod: pod.Options{DeciderURL: deciderURL, TokenExpiration: pod.MinTokenExpiration}}); err != nil {
+	if err := tgwebhook.Setup(ctx, mgr, tgwebhook.Options{Pod: pod.Options{DeciderURL: deciderURL, TokenExpiration: pod.MinTokenExpiration, MCPProxyImage: mcpProxyImage}}); err != nil {
 		cancel()
 		return fmt.Errorf("registering webhooks: %w", err)
 	}

@@ -37,6 +37,11 @@ type Options struct {
 	TokenExpiration time.Duration
 	// Now is the clock used to warn about expired passports (time.Now when nil).
 	Now func() time.Time
+	// MCPProxyImage is the image of the MCP gateway sidecar (the tollgate image) added to pods
+	// annotated tollgate.dev/mcp-upstreams; empty refuses such pods, saying why.
+	MCPProxyImage string
+	// MCPProxyPort is the sidecar's loopback port (default DefaultMCPProxyPort).
+	MCPProxyPort int32
 }
 
 // Validate reports an unusable option.
@@ -89,7 +94,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 }
 
 // Handle admits a pod: pods without tollgate.dev/passport pass untouched; opted-in pods are
-// rejected when they may not present the passport, and otherwise wired to the decision endpoint.
+// rejected when they may not present the passport, and otherwise wired to the decision endpoint
+// (and, with tollgate.dev/mcp-upstreams, given the MCP gateway sidecar: mcp.go).
 func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Create {
 		return admission.Allowed("only pod creation is wired")
@@ -118,8 +124,17 @@ func (i *Injector) Handle(ctx context.Context, req admission.Request) admission.
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("encoding pod: %w", err))
 	}
 	w := wiring{url: i.opts.DeciderURL, passport: namespace + "/" + name, expirationSeconds: int64(i.opts.TokenExpiration / time.Second)}
+	mcp, wantsMCP, err := parseMCP(pod, i.opts.MCPProxyImage, i.opts.MCPProxyPort)
+	if err != nil {
+		return admission.Denied("tollgate: " + err.Error())
+	}
 	if err := inject(pod, w); err != nil {
 		return admission.Denied("tollgate: " + err.Error())
+	}
+	if wantsMCP {
+		if err := injectMCP(pod, w, mcp); err != nil {
+			return admission.Denied("tollgate: " + err.Error())
+		}
 	}
 	mutated, err := json.Marshal(pod)
 	if err != nil {
