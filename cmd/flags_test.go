@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -281,5 +283,38 @@ func TestDeciderFlagErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServeNewSpellings starts serve with the current spellings (after the --addr startServe gives,
+// which is warned about once): the metrics listener, JSON logs and the default namespace all take.
+func TestServeNewSpellings(t *testing.T) {
+	base, logs, stop := startServe(t, "-f", "config/samples", "--bind-address", "127.0.0.1:0",
+		"--metrics-bind-address", "127.0.0.1:0", "--log-format", "json", "--default-namespace", "default")
+	m := regexp.MustCompile(`metrics on (http://\S+/metrics)`).FindStringSubmatch(logs.String())
+	if m == nil {
+		t.Fatalf("no metrics address in:\n%s", logs.String())
+	}
+	if d := postDecide(t, base, lsRequest); d["decision"] != "allow" {
+		t.Errorf("decision %v, want allow", d)
+	}
+	resp, err := http.Get(m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `tollgate_decisions_total{code="oap.allowed",outcome="allow"`) {
+		t.Errorf("metrics listener: %d %.300s", resp.StatusCode, body)
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d after SIGTERM, want 0", code)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "deprecated"); n != 1 || !strings.Contains(out, "tollgate serve: flag --addr is deprecated: use --bind-address") {
+		t.Errorf("want exactly the --addr deprecation warning, got %d warnings:\n%s", n, out)
+	}
+	if !strings.Contains(out, `{"time":`) || !strings.Contains(out, `"msg":"loaded manifests"`) {
+		t.Errorf("the operational logs are not JSON:\n%s", out)
 	}
 }
