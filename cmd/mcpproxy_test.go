@@ -54,8 +54,15 @@ func mcpUpstream(t *testing.T) (string, func() []string) {
 // "github" server it serves.
 func startMCPProxy(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(tollgateBin, append([]string{"mcp-proxy", "--bind-address", "127.0.0.1:0"}, args...)...)
+	return startMCPProxyEnv(t, nil, append([]string{"--bind-address", "127.0.0.1:0"}, args...)...)
+}
+
+// startMCPProxyEnv starts `tollgate mcp-proxy args...` with env added to the environment.
+func startMCPProxyEnv(t *testing.T, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(tollgateBin, append([]string{"mcp-proxy"}, args...)...)
 	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -220,5 +227,41 @@ func TestMCPProxyUsage(t *testing.T) {
 	}
 	if got := fmt.Sprint(stdioName("---")); got != "stdio" {
 		t.Errorf("stdioName(---) = %q", got)
+	}
+}
+
+// TestMCPProxySidecarCommandLine runs the proxy as the pod webhook's sidecar runs it (the arguments
+// and environment of internal/webhook/pod's sidecar, its port made free) against a real `tollgate
+// serve` with token authentication: decisions remote, the pod's passport and projected token
+// presented, the agent on loopback unauthenticated.
+func TestMCPProxySidecarCommandLine(t *testing.T) {
+	upURL, ran := mcpUpstream(t)
+	dir := t.TempDir()
+	tokens, tokenFile := filepath.Join(dir, "tokens"), filepath.Join(dir, "token")
+	tok := "sidecar-projected-token-0123456789"
+	if err := os.WriteFile(tokens, []byte(tok+" system:serviceaccount:default:coding-agent\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	decider, _, _ := startServe(t, "-f", "config/samples", "--token-file", tokens)
+	u := startMCPProxyEnv(t, []string{"TOLLGATE_URL=" + decider, "TOLLGATE_PASSPORT=default/coding-agent", "TOLLGATE_TOKEN_FILE=" + tokenFile},
+		"--bind-address=127.0.0.1:0", "--log-format=json", "--upstream=github="+upURL)
+	cs := mcpSession(t, &mcp.StreamableClientTransport{Endpoint: u})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil || len(list.Tools) != 1 {
+		t.Fatalf("tools/list through the sidecar: %v %v", list, err)
+	}
+	if text, isErr := callRun(t, cs, "git log -1"); isErr || text != "ran git log -1" {
+		t.Fatalf("allowed call: %q isError=%v", text, isErr)
+	}
+	if text, isErr := callRun(t, cs, "kubectl delete ns prod"); !isErr || !strings.Contains(text, "oap.blocked_pattern") {
+		t.Fatalf("blocked call: %q isError=%v", text, isErr)
+	}
+	if got := ran(); len(got) != 1 {
+		t.Fatalf("the upstream ran %q, want only git log -1", got)
 	}
 }
