@@ -24,9 +24,6 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// ExitCode returns the process exit status.
-func (e *exitError) ExitCode() int { return e.code }
-
 // usageError is a command-line mistake (exit status exitUsage).
 func usageError(format string, args ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
