@@ -49,6 +49,16 @@ func (p *Proxy) callTool(ctx context.Context, px *proxied, req *mcp.CallToolRequ
 	if err != nil {
 		return p.undecided("the call to", full, err), nil
 	}
+	if d.Decision == policy.DecisionAllow || d.Decision == policy.DecisionModify {
+		// A tool hidden from the caller cannot be called, whatever the arguments (visibility.go).
+		reason, err := p.vis.hidden(ctx, caller, full)
+		if err != nil {
+			return p.undecided("the call to", full, err), nil
+		}
+		if reason != nil {
+			return refusal("denied the call to", full, reason.Code, reason.Message+" (the tool is hidden from this agent)", nil), nil
+		}
+	}
 	switch d.Decision {
 	case policy.DecisionAllow:
 	case policy.DecisionModify:

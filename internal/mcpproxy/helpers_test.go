@@ -25,12 +25,14 @@ const (
 	codingToken   = "coding-agent-token-0123456789abcdef"   // presents passport coding-agent (config/samples)
 	searchToken   = "search-agent-token-0123456789abcdef"   // presents search-agent (testdata): no mcp.tool.execute
 	strangerToken = "stranger-agent-token-0123456789abcdef" // a ServiceAccount no passport lists
+	shellToken    = "shell-agent-token-0123456789abcdef"    // presents shell-agent (testdata): shell, no MCP
 )
 
 const tokenFile = `# tokens of the MCP proxy tests
 ` + codingToken + ` system:serviceaccount:default:coding-agent
 ` + searchToken + ` system:serviceaccount:default:search-agent
 ` + strangerToken + ` system:serviceaccount:default:stranger
+` + shellToken + ` system:serviceaccount:default:shell-agent
 `
 
 // injected is the text fetch_page returns for a URL containing "evil": indirect prompt injection,

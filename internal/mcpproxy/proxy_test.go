@@ -372,3 +372,34 @@ func TestStdioAgentSide(t *testing.T) {
 		t.Fatalf("forwardedMeta(%v) = %v, want only the agent's own key", in, got)
 	}
 }
+
+// TestCommandArgumentIsNoWayAroundTheCapability: the engine reads any call carrying a command field
+// as a shell call, so a passport holding system.command.execute but not mcp.tool.execute would be
+// allowed mcp__github__delete_repo {"repo": …, "command": "ls"}. The gateway denies calls to tools
+// hidden from the agent, so the tool never runs.
+func TestCommandArgumentIsNoWayAroundTheCapability(t *testing.T) {
+	for _, mode := range []string{modeInProcess, modeRemote} {
+		t.Run(mode, func(t *testing.T) {
+			env := setup(t, mode, func(c *Config) {
+				if mode == modeRemote {
+					c.Passport = "default/shell-agent"
+				}
+			})
+			cs := env.mustConnect(t, shellToken)
+			if got := listNames(t, cs); len(got) != 0 {
+				t.Fatalf("a passport without mcp.tool.execute sees %v", got)
+			}
+			for tool, phrase := range map[string]string{
+				"search":      "hidden from this agent",
+				"run_command": "hidden from this agent",
+				"delete_repo": "needs capability mcp.github.admin", // mapped by name in testdata: the engine denies it
+			} {
+				res := call(t, cs, tool, map[string]any{"repo": "prod", "query": "x", "command": "ls"})
+				assertDenied(t, res, phrase, policy.CodeUnknownCapability)
+				if got := env.rec.of(tool); len(got) != 0 {
+					t.Fatalf("%s ran upstream for a passport without mcp.tool.execute: %v", tool, got)
+				}
+			}
+		})
+	}
+}

@@ -35,8 +35,13 @@ import (
 // passport, the caller and the capability, then finds no policy to evaluate and denies with
 // oap.policy_denied, before any rule, rate limit or external evaluator runs. Over HTTP the same
 // question is the OAP verify route (POST /api/verify/policy/{policy_id}), which needs the passport's
-// name: a remote proxy without --passport shows every tool. Hiding is for the model's benefit only;
-// every tools/call is decided in full, hidden tool or not.
+// name: a remote proxy without --passport shows every tool.
+//
+// A hidden tool cannot be called either. Every tools/call is decided in full; a call the decision
+// allows to a hidden tool is then denied with the reason it is hidden. That matters for arguments
+// that change how the engine reads a call: a call carrying a command field (command, cmd, …) is a
+// shell call whatever the tool is named, so without this check a passport holding only
+// system.command.execute could call any MCP tool by adding "command": "ls" to its arguments.
 
 // VisibilityProbePolicyID is the policy id of visibility probes. No policy should carry it: one that
 // did would be evaluated by the probes.
@@ -76,6 +81,7 @@ type visKey struct{ who, tool string }
 
 type visEntry struct {
 	visible bool
+	reason  policy.Reason // why it is hidden
 	expires time.Time
 }
 
@@ -92,16 +98,42 @@ func callerKey(c Caller) string {
 	return ""
 }
 
-// filter returns the tools of names that caller may see (in order).
+// filter returns whether caller may see each of names (in order).
 func (v *visibility) filter(ctx context.Context, caller Caller, names []string) ([]bool, error) {
+	entries, err := v.lookup(ctx, caller, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bool, len(entries))
+	for i, e := range entries {
+		out[i] = e.visible
+	}
+	return out, nil
+}
+
+// hidden returns the reason the tool is hidden from caller, or nil when it is visible.
+func (v *visibility) hidden(ctx context.Context, caller Caller, tool string) (*policy.Reason, error) {
+	entries, err := v.lookup(ctx, caller, []string{tool})
+	if err != nil {
+		return nil, err
+	}
+	if entries[0].visible {
+		return nil, nil
+	}
+	r := entries[0].reason
+	return &r, nil
+}
+
+// lookup answers names from the cache, probing the rest.
+func (v *visibility) lookup(ctx context.Context, caller Caller, names []string) ([]visEntry, error) {
 	who := callerKey(caller)
-	out := make([]bool, len(names))
+	out := make([]visEntry, len(names))
 	now := v.now()
 	var todo []int
 	v.mu.Lock()
 	for i, n := range names {
 		if e, ok := v.cache[visKey{who, n}]; ok && now.Before(e.expires) {
-			out[i] = e.visible
+			out[i] = e
 			continue
 		}
 		todo = append(todo, i)
@@ -116,11 +148,11 @@ func (v *visibility) filter(ctx context.Context, caller Caller, names []string) 
 	g.SetLimit(maxConcurrentProbes)
 	for _, i := range todo {
 		g.Go(func() error {
-			visible, err := v.probe(gctx, caller, names[i])
+			e, err := v.probe(gctx, caller, names[i])
 			if err != nil {
 				return err
 			}
-			out[i] = visible
+			out[i] = e
 			return nil
 		})
 	}
@@ -137,23 +169,24 @@ func (v *visibility) filter(ctx context.Context, caller Caller, names []string) 
 		}
 	}
 	for _, i := range todo {
-		v.cache[visKey{who, names[i]}] = visEntry{visible: out[i], expires: now.Add(v.ttl)}
+		out[i].expires = now.Add(v.ttl)
+		v.cache[visKey{who, names[i]}] = out[i]
 	}
 	return out, nil
 }
 
 // probe asks whether the caller's passport can ever use tool.
-func (v *visibility) probe(ctx context.Context, caller Caller, tool string) (bool, error) {
+func (v *visibility) probe(ctx context.Context, caller Caller, tool string) (visEntry, error) {
 	req := policy.Request{Passport: v.passport, ToolName: tool, ToolInput: map[string]any{},
 		Hook: policy.HookPreToolCall, PolicyID: VisibilityProbePolicyID}
 	d, err := v.decider.Decide(ctx, &req, caller)
 	switch {
 	case errors.Is(err, errCannotProbe):
-		return true, nil
+		return visEntry{visible: true}, nil
 	case err != nil:
-		return false, fmt.Errorf("deciding which tools the agent may see: %w", err)
-	case d.Decision != policy.DecisionDeny || len(d.Reasons) == 0:
-		return true, nil
+		return visEntry{}, fmt.Errorf("deciding which tools the agent may see: %w", err)
+	case d.Decision != policy.DecisionDeny || len(d.Reasons) == 0 || !hiddenCodes[d.Reasons[0].Code]:
+		return visEntry{visible: true}, nil
 	}
-	return !hiddenCodes[d.Reasons[0].Code], nil
+	return visEntry{reason: d.Reasons[0]}, nil
 }
