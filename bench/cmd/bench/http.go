@@ -84,7 +84,7 @@ func startServer(ctx context.Context, cfg config, dir string) (*server, error) {
 	}
 	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
 	s.cmd = exec.Command(cfg.tollgateBin, "serve", "-f", filepath.Join(cfg.root, "config", "samples"),
-		"--addr", addr, "--decision-log", "--watch=false", "--log-format", "json")
+		"--bind-address", addr, "--decision-log", "--watch=false", "--log-format", "json")
 	// The endpoint's runtime settings as config/decider ships them, on one core.
 	s.cmd.Env = append(os.Environ(), "GOMAXPROCS=1", "GOGC=200", "GOMEMLIMIT=409MiB")
 	s.cmd.Stderr = logFile

@@ -73,7 +73,7 @@ class Server:
 def start_server(*args: str) -> Server:
     """Starts ``tollgate serve`` on a free loopback port and waits until it says where it
     listens; fails the test (with the server's output) when it does not start."""
-    cmd = [str(tollgate_binary()), "serve", "--addr", "127.0.0.1:0", "--watch=false", *args]
+    cmd = [str(tollgate_binary()), "serve", "--bind-address", "127.0.0.1:0", "--watch=false", *args]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
     lines: list[str] = []
     found: list[str] = []

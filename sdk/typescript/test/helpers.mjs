@@ -19,7 +19,7 @@ export const samples = join(repoRoot, "config", "samples");
 export const PASSPORT = "coding-agent";
 
 /**
- * Starts `tollgate serve -f <paths> --addr 127.0.0.1:0 --watch=false [extra]` and resolves to
+ * Starts `tollgate serve -f <paths> --bind-address 127.0.0.1:0 --watch=false [extra]` and resolves to
  * {url, stop, stderr} once it prints its address. It rejects, with the server's stderr, when the
  * binary is missing, the process exits, or no address is printed within 20 s: a suite that needs
  * the server fails loudly rather than skipping.
@@ -29,7 +29,7 @@ export async function startTollgate({ paths = [samples], extra = [] } = {}) {
   if (!existsSync(bin)) {
     throw new Error(`tollgate binary not found at ${bin}: build it with \`go build -o bin/tollgate ./cmd\` (hack/test-typescript.sh does)`);
   }
-  const args = ["serve", ...paths.flatMap((p) => ["-f", p]), "--addr", "127.0.0.1:0", "--watch=false", ...extra];
+  const args = ["serve", ...paths.flatMap((p) => ["-f", p]), "--bind-address", "127.0.0.1:0", "--watch=false", ...extra];
   const child = spawn(bin, args, { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   const url = await new Promise((resolveUrl, reject) => {
