@@ -81,6 +81,9 @@ func (d *Remote) Decide(ctx context.Context, req *policy.Request, caller Caller)
 			callContext[k] = v
 		}
 		callContext["tool_name"] = req.ToolName
+		if req.CallID != "" {
+			callContext["call_id"] = req.CallID
+		}
 		cd, err = c.Verify(ctx, req.PolicyID, req.Passport, callContext)
 	} else {
 		cd, err = c.Decide(ctx, client.Request{

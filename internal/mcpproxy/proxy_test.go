@@ -268,6 +268,14 @@ func TestDecisionLog(t *testing.T) {
 	if strings.Contains(log, "secret-dir") {
 		t.Errorf("the decision log shows an argument value: %s", log)
 	}
+	// tools/list asks visibility probes, which the log marks as such.
+	listNames(t, cs)
+	for !strings.Contains(env.logBuf.String(), `"call_id":"`+VisibilityProbeCallID+`"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no visibility probe record in %q", env.logBuf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestStdioUpstream: a local stdio server (this test binary, see TestMain) behind the proxy.

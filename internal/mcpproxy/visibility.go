@@ -47,6 +47,10 @@ import (
 // did would be evaluated by the probes.
 const VisibilityProbePolicyID = "tollgate.mcp.visibility.probe"
 
+// VisibilityProbeCallID is the call id of visibility probes, so that their records in the decision
+// log (a deny naming VisibilityProbePolicyID) are not read as denied calls.
+const VisibilityProbeCallID = "tollgate-mcp-visibility-probe"
+
 // hiddenCodes are the deny codes that mean the passport can never use the tool.
 var hiddenCodes = map[string]bool{
 	policy.CodePassportNotFound:  true,
@@ -178,7 +182,7 @@ func (v *visibility) lookup(ctx context.Context, caller Caller, names []string) 
 // probe asks whether the caller's passport can ever use tool.
 func (v *visibility) probe(ctx context.Context, caller Caller, tool string) (visEntry, error) {
 	req := policy.Request{Passport: v.passport, ToolName: tool, ToolInput: map[string]any{},
-		Hook: policy.HookPreToolCall, PolicyID: VisibilityProbePolicyID}
+		Hook: policy.HookPreToolCall, PolicyID: VisibilityProbePolicyID, CallID: VisibilityProbeCallID}
 	d, err := v.decider.Decide(ctx, &req, caller)
 	switch {
 	case errors.Is(err, errCannotProbe):
