@@ -305,7 +305,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 		LoadErrors:     s.store.LoadErrors(),
 		Authentication: s.opts.Authenticator != nil,
 	}
-	if l := s.svc.DecisionLog(); l != nil {
+	if l := s.svc.log; l != nil {
 		st.DecisionLog = &DecisionLogStatus{Written: l.Written(), Dropped: l.Dropped()}
 	}
 	writeJSON(w, http.StatusOK, st)

@@ -69,12 +69,6 @@ func randomPrefix() string {
 	return hex.EncodeToString(b[:]) + "-s"
 }
 
-// Store returns the store the service decides from.
-func (s *Service) Store() *Store { return s.store }
-
-// DecisionLog returns the service's decision log (nil when off).
-func (s *Service) DecisionLog() *DecisionLog { return s.log }
-
 // collectors are the service's metrics: decisions by outcome, their latency, the store's load
 // state and the decision log's counters. The transport registers them beside its own.
 func (s *Service) collectors() []prometheus.Collector {
