@@ -381,10 +381,10 @@ func TestStdioAgentSide(t *testing.T) {
 	}
 }
 
-// TestCommandArgumentIsNoWayAroundTheCapability: the engine reads any call carrying a command field
-// as a shell call, so a passport holding system.command.execute but not mcp.tool.execute would be
-// allowed mcp__github__delete_repo {"repo": …, "command": "ls"}. The gateway denies calls to tools
-// hidden from the agent, so the tool never runs.
+// TestCommandArgumentIsNoWayAroundTheCapability: a command argument does not turn an MCP call into a
+// shell call that a passport holding system.command.execute but not mcp.tool.execute may make
+// (mcp__github__delete_repo {"repo": …, "command": "ls"}): the engine maps the tool by its name and
+// denies it, and the gateway hides and refuses it too, so the tool never runs.
 func TestCommandArgumentIsNoWayAroundTheCapability(t *testing.T) {
 	for _, mode := range []string{modeInProcess, modeRemote} {
 		t.Run(mode, func(t *testing.T) {
@@ -398,8 +398,8 @@ func TestCommandArgumentIsNoWayAroundTheCapability(t *testing.T) {
 				t.Fatalf("a passport without mcp.tool.execute sees %v", got)
 			}
 			for tool, phrase := range map[string]string{
-				"search":      "hidden from this agent",
-				"run_command": "hidden from this agent",
+				"search":      "needs capability mcp.tool.execute",
+				"run_command": "needs capability mcp.tool.execute",
 				"delete_repo": "needs capability mcp.github.admin", // mapped by name in testdata: the engine denies it
 			} {
 				res := call(t, cs, tool, map[string]any{"repo": "prod", "query": "x", "command": "ls"})

@@ -452,8 +452,9 @@ func newPolicySet(policies []*cPolicy) *policySet {
 }
 
 // capability returns the capability a tool call needs: policies' toolCapabilities in policy order
-// (a policy's exact names before its globs), then system.command.execute for any tool whose input
-// carries a command field, then the built-in table.
+// (a policy's exact names before its globs), then the built-in table, then system.command.execute
+// for any other tool whose input carries a command field. (A call carrying a command also needs
+// system.command.execute whatever its tool maps to: see decideTool.)
 func (ps *policySet) capability(tool string, input map[string]any) (string, bool) {
 	if isEditorCall(tool, input) {
 		if input["command"] == "view" {
@@ -478,10 +479,13 @@ func (ps *policySet) capability(tool string, input map[string]any) (string, bool
 	if best >= 0 {
 		return bestCap, true
 	}
+	if c, ok := BuiltinToolCapability(tool); ok {
+		return c, true
+	}
 	if hasCommandField(input) {
 		return CapCommandExecute, true
 	}
-	return BuiltinToolCapability(tool)
+	return "", false
 }
 
 // cPassport is a compiled passport.

@@ -223,6 +223,13 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 			return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" needs capability "+capID+", which passport "+p.src.Name+" does not hold", "")
 		}
 	}
+	// A call carrying a shell command runs it, whatever its tool maps to (an MCP tool with a
+	// command argument): it needs the shell capability too.
+	if capID != CapCommandExecute && hasCommandField(req.ToolInput) && !isEditorCall(tool, req.ToolInput) {
+		if _, ok := p.caps[CapCommandExecute]; !ok {
+			return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" carries a shell command, which needs capability "+CapCommandExecute+", which passport "+p.src.Name+" does not hold", "")
+		}
+	}
 	script, v := p.guardCall(s.analyses, tool, capID, req.ToolInput)
 	if v.code != "" {
 		return deny(d, v.code, v.msg, "")
