@@ -119,7 +119,7 @@ func runCommand(ctx context.Context, name string, info commandInfo, args []strin
 func usage(w io.Writer, cmds map[string]commandInfo) {
 	fmt.Fprintln(w, "Usage: tollgate <command> [flags]\n\nCommands:")
 	for _, name := range slices.Sorted(maps.Keys(cmds)) {
-		fmt.Fprintf(w, "  %-8s %s\n", name, cmds[name].summary)
+		fmt.Fprintf(w, "  %-10s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'tollgate <command> -h' for a command's flags.")
 }
