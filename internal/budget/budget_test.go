@@ -20,12 +20,17 @@ func TestMeasureCountsWork(t *testing.T) {
 	}
 	var sink []byte
 	busy := Measure(func() {
-		for start := time.Now(); time.Since(start) < 60*time.Millisecond; {
+		// Work until the process has used 30ms of CPU (however long other load makes that take).
+		start, _ := processCPU()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
 			sink = make([]byte, 1<<10)
+			if now, _ := processCPU(); now-start >= 30*time.Millisecond {
+				break
+			}
 		}
 	})
 	_ = sink
-	if busy.CPU < 20*time.Millisecond || busy.Bytes < 1<<10 {
-		t.Fatalf("60ms of allocating work measured %s", busy)
+	if busy.CPU < 30*time.Millisecond || busy.Bytes < 1<<10 || busy.Elapsed != min(busy.Wall, busy.CPU) {
+		t.Fatalf("30ms of CPU spent allocating measured %s", busy)
 	}
 }
