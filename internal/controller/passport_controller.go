@@ -2,12 +2,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,45 +29,30 @@ type PassportReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile computes the passport's status and patches it when it changed.
-func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	p := &guardrailsv1alpha1.AgentPassport{}
-	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			r.validations.forgetPassport(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !p.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	orig := p.DeepCopy()
-	defer func() {
-		if err := patchStatus(ctx, r.client, orig, p, !equality.Semantic.DeepEqual(orig.Status, p.Status)); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-	}()
-
-	facts := passportFacts{now: r.clock()}
-	conv, errs := r.validations.passport(p)
-	facts.invalid = errs
-	if conv.Name != "" { // a spec that does not convert has no digest
-		facts.digest = policy.PassportDigest(conv)
-	}
-	if ex, ok, rec, _ := r.state.passport(p.Namespace, p.Name); ok {
-		facts.excluded = &ex
-	} else {
-		facts.writeErr = rec.writeErr
-	}
-
-	status, expiresIn := passportStatus(p, facts)
-	p.Status = status
-	if orig.Status.Phase != status.Phase {
-		r.phaseEvent(p, orig.Status.Phase)
-	}
-	if expiresIn > 0 {
-		return ctrl.Result{RequeueAfter: expiresIn}, nil
-	}
-	return ctrl.Result{}, nil
+func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcileStatus(ctx, r.client, req.NamespacedName,
+		func() { r.validations.forgetPassport(req.NamespacedName) },
+		func(p *guardrailsv1alpha1.AgentPassport) any { return p.Status },
+		func(p, orig *guardrailsv1alpha1.AgentPassport) ctrl.Result {
+			facts := passportFacts{now: r.clock()}
+			conv, errs := r.validations.passport(p)
+			facts.invalid = errs
+			if conv.Name != "" { // a spec that does not convert has no digest
+				facts.digest = policy.PassportDigest(conv)
+			}
+			if ex, ok, rec, _ := r.state.passport(p.Namespace, p.Name); ok {
+				facts.excluded = &ex
+			} else {
+				facts.writeErr = rec.writeErr
+			}
+			status, expiresIn := passportStatus(p, facts)
+			p.Status = status
+			if orig.Status.Phase != status.Phase {
+				r.phaseEvent(p, orig.Status.Phase)
+			}
+			// An active passport is revisited exactly at its expiresAt.
+			return ctrl.Result{RequeueAfter: max(expiresIn, 0)}
+		})
 }
 
 func (r *PassportReconciler) phaseEvent(p *guardrailsv1alpha1.AgentPassport, from guardrailsv1alpha1.PassportPhase) {
@@ -82,18 +65,4 @@ func (r *PassportReconciler) phaseEvent(p *guardrailsv1alpha1.AgentPassport, fro
 		note = fmt.Sprintf("passport phase changed from %s to %s", from, p.Status.Phase)
 	}
 	r.recorder.Eventf(p, nil, typ, string(p.Status.Phase), "PhaseChange", "%s", note)
-}
-
-// patchStatus writes obj's status as a merge patch against orig when changed is true.
-func patchStatus(ctx context.Context, c client.Client, orig, obj client.Object, changed bool) error {
-	if !changed {
-		return nil
-	}
-	if err := c.Status().Patch(ctx, obj, client.MergeFrom(orig)); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			return nil
-		}
-		return fmt.Errorf("patching status of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
-	}
-	return nil
 }

@@ -2,12 +2,10 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -31,35 +29,22 @@ type PolicyReconciler struct {
 // +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=guardrailpolicies/status,verbs=get;update;patch
 
 // Reconcile validates the policy's current generation and patches its status when it changed.
-func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
-	p := &guardrailsv1alpha1.GuardrailPolicy{}
-	if err := r.client.Get(ctx, req.NamespacedName, p); err != nil {
-		if client.IgnoreNotFound(err) == nil {
-			r.validations.forgetPolicy(req.NamespacedName)
-		}
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	if !p.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
-	}
-	orig := p.DeepCopy()
-	defer func() {
-		if err := patchStatus(ctx, r.client, orig, p, !equality.Semantic.DeepEqual(orig.Status, p.Status)); err != nil {
-			retErr = errors.Join(retErr, err)
-		}
-	}()
-
-	facts := policyFacts{now: r.clock()}
-	_, facts.errs = r.validations.policy(p)
-	enf, ok, rec, known := r.state.policy(p.Namespace, p.Name)
-	facts.known, facts.writeErr, facts.rejected = known, rec.writeErr, rec.rejected
-	if ok && (enf.uid == "" || enf.uid == p.UID) {
-		facts.enforced = &enf
-	}
-
-	p.Status = policyStatus(p, facts)
-	r.validityEvent(p, meta.FindStatusCondition(orig.Status.Conditions, guardrailsv1alpha1.ConditionValid))
-	return ctrl.Result{}, nil
+func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	return reconcileStatus(ctx, r.client, req.NamespacedName,
+		func() { r.validations.forgetPolicy(req.NamespacedName) },
+		func(p *guardrailsv1alpha1.GuardrailPolicy) any { return p.Status },
+		func(p, orig *guardrailsv1alpha1.GuardrailPolicy) ctrl.Result {
+			facts := policyFacts{now: r.clock()}
+			_, facts.errs = r.validations.policy(p)
+			enf, ok, rec, known := r.state.policy(p.Namespace, p.Name)
+			facts.known, facts.writeErr, facts.rejected = known, rec.writeErr, rec.rejected
+			if ok && (enf.uid == "" || enf.uid == p.UID) {
+				facts.enforced = &enf
+			}
+			p.Status = policyStatus(p, facts)
+			r.validityEvent(p, meta.FindStatusCondition(orig.Status.Conditions, guardrailsv1alpha1.ConditionValid))
+			return ctrl.Result{}
+		})
 }
 
 // validityEvent records an Event when the Valid condition changed status.
