@@ -152,6 +152,17 @@ func TestPolicyLabels(t *testing.T) {
 	if got := closedLabel(codeLabels, "acme.x"); got != labelOther {
 		t.Errorf("custom code label = %q", got)
 	}
+	// The guard's codes and the built-in patterns' risk codes are labelled as themselves; a risk type
+	// a policy author chose is not.
+	for _, c := range []string{policy.CodeLimitExceeded, policy.CodeInvalidContext, policy.CodeToolNotAllowed,
+		policy.CodePromptInjection, "oap.data_leak"} {
+		if got := closedLabel(codeLabels, c); got != c {
+			t.Errorf("code label of %s = %q", c, got)
+		}
+	}
+	if got := closedLabel(codeLabels, "oap.secret_leak"); got != labelOther {
+		t.Errorf("a policy's own risk code is labelled %q", got)
+	}
 	if got := closedLabel(outcomeLabels, "maybe"); got != labelOther {
 		t.Errorf("outcome label = %q", got)
 	}

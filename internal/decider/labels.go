@@ -23,8 +23,9 @@ var outcomeLabels = map[string]string{
 	policy.DecisionModify: policy.DecisionModify,
 }
 
-// codeLabels are the OAP reason codes the engine and the server produce. Codes chosen by policy
-// authors (a rule's code) or returned by external evaluators are labelled labelOther: the policy
+// codeLabels are the OAP reason codes the engine and the server produce (the guard's, and the risk
+// codes of the built-in input and output patterns). Codes chosen by policy authors (a rule's code,
+// a pattern's riskType) or returned by external evaluators are labelled labelOther: the policy
 // label still says which policy decided.
 var codeLabels = func() map[string]string {
 	m := map[string]string{}
@@ -33,7 +34,8 @@ var codeLabels = func() map[string]string {
 		policy.CodeUnknownCapability, policy.CodeCommandNotAllowed, policy.CodeBlockedPattern,
 		policy.CodePolicyDenied, policy.CodeRateLimitExceeded, policy.CodeEvaluatorError,
 		policy.CodeRequirementFailed, policy.CodePromptInjection, policy.CodeResponseBlocked,
-		policy.CodeSubjectNotAllowed, policy.CodeInvalidRequest,
+		policy.CodeSubjectNotAllowed, policy.CodeInvalidRequest, policy.CodeLimitExceeded,
+		policy.CodeInvalidContext, policy.CodeToolNotAllowed, "oap." + policy.RiskTypeDataLeak,
 	} {
 		m[c] = c
 	}
