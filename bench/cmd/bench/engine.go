@@ -149,7 +149,7 @@ func runDecideCases(ctx context.Context, cfg config, cases []*decideCase) error 
 	}
 	defer func() {
 		for _, c := range cases {
-			c.snap = nil
+			c.snap, c.reqs = nil, nil // nothing of a case stays alive for the next measurements
 		}
 		runtime.GC()
 	}()
