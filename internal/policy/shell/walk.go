@@ -65,40 +65,24 @@ type analyzer struct {
 }
 
 // wordsN returns an empty slice with room for n words, from the slab.
-func (a *analyzer) wordsN(n int) []Word {
-	if n == 0 {
-		return nil
-	}
-	if cap(a.wslab)-len(a.wslab) < n {
-		a.wslab = make([]Word, 0, max(n, 16))
-	}
-	l := len(a.wslab)
-	a.wslab = a.wslab[:l+n]
-	return a.wslab[l : l : l+n]
-}
+func (a *analyzer) wordsN(n int) []Word { return carve(&a.wslab, n, 16) }
 
-func (a *analyzer) stringsN(n int) []string {
-	if n == 0 {
-		return nil
-	}
-	if cap(a.sslab)-len(a.sslab) < n {
-		a.sslab = make([]string, 0, max(n, 16))
-	}
-	l := len(a.sslab)
-	a.sslab = a.sslab[:l+n]
-	return a.sslab[l : l : l+n]
-}
+func (a *analyzer) stringsN(n int) []string { return carve(&a.sslab, n, 16) }
 
-func (a *analyzer) redirsN(n int) []Redirect {
+func (a *analyzer) redirsN(n int) []Redirect { return carve(&a.rslab, n, 2) }
+
+// carve returns an empty slice with room for n elements from the slab, starting a new slab (of at
+// least minSlab elements) when the current one has no room.
+func carve[T any](slab *[]T, n, minSlab int) []T {
 	if n == 0 {
 		return nil
 	}
-	if cap(a.rslab)-len(a.rslab) < n {
-		a.rslab = make([]Redirect, 0, max(n, 2))
+	if cap(*slab)-len(*slab) < n {
+		*slab = make([]T, 0, max(n, minSlab))
 	}
-	l := len(a.rslab)
-	a.rslab = a.rslab[:l+n]
-	return a.rslab[l : l : l+n]
+	l := len(*slab)
+	*slab = (*slab)[:l+n]
+	return (*slab)[l : l : l+n]
 }
 
 func (a *analyzer) fail(err error) {
