@@ -49,22 +49,17 @@ func denyWith(code, format string, args ...any) verdict {
 // It returns the analysis of the call's first command (call.commands in CEL), or nil. cache keeps
 // recent analyses (nil: none).
 func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input map[string]any) (*shell.Script, verdict) {
-	var first *shell.Script
-	v := p.guardArgs(cache, tool, capID, input, &first)
-	return first, v
-}
-
-// guardArgs is guardCall; first receives the analysis of the first command.
-func (p *cPassport) guardArgs(cache *analysisCache, tool, capID string, input map[string]any, first **shell.Script) verdict {
 	present := presentFields(input)
-	if v := p.guardCommands(cache, tool, capID, input, present, first); v.code != "" {
-		return v
+	script, v := p.guardCommands(cache, tool, capID, input, present)
+	if v.code != "" {
+		return nil, v
 	}
-	return p.guardPathsAndURLs(tool, capID, input, present)
+	return script, p.guardPathsAndURLs(tool, capID, input, present)
 }
 
-// guardCommands analyses the shell commands a call carries and applies the command limits.
-func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds, first **shell.Script) verdict {
+// guardCommands analyses the shell commands a call carries and applies the command limits. It
+// returns the analysis of the first command (nil when there is none).
+func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (*shell.Script, verdict) {
 	var cmds []string
 	if present&fieldCommand != 0 {
 		var badCmd string
@@ -73,32 +68,33 @@ func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, inpu
 			cmds = nil // the command is an editor verb; the path is checked below
 		}
 		if badCmd != "" {
-			return denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
+			return nil, denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
 		}
 	}
 	if capID == CapCommandExecute && len(cmds) == 0 {
-		return denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
+		return nil, denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
 	}
 	if len(cmds) == 0 {
-		return verdict{}
+		return nil, verdict{}
 	}
 	cwd := ""
 	if present&fieldWorkdir != 0 {
 		var v verdict
 		if cwd, v = p.limits.workdir(input); v.code != "" {
-			return v
+			return nil, v
 		}
 	}
+	var first *shell.Script
 	for i, cmd := range cmds {
 		script, v := p.limits.checkCommand(cache, cmd, cwd)
 		if v.code != "" {
-			return v
+			return nil, v
 		}
 		if i == 0 {
-			*first = script
+			first = script
 		}
 	}
-	return verdict{}
+	return first, verdict{}
 }
 
 // guardPathsAndURLs applies the file and web limits to the paths and URLs a call names.
