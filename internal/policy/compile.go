@@ -454,8 +454,9 @@ func newPolicySet(policies []*cPolicy) *policySet {
 // capability returns the capability a tool call needs: policies' toolCapabilities in policy order
 // (a policy's exact names before its globs), then the built-in table, then system.command.execute
 // for any other tool whose input carries a command field. (A call carrying a command also needs
-// system.command.execute whatever its tool maps to: see decideTool.)
-func (ps *policySet) capability(tool string, input map[string]any) (string, bool) {
+// system.command.execute whatever its tool maps to: see decideTool.) hasCommand says whether input
+// carries a command field.
+func (ps *policySet) capability(tool string, input map[string]any, hasCommand bool) (string, bool) {
 	if isEditorCall(tool, input) {
 		if input["command"] == "view" {
 			return CapFileRead, true
@@ -482,7 +483,7 @@ func (ps *policySet) capability(tool string, input map[string]any) (string, bool
 	if c, ok := BuiltinToolCapability(tool); ok {
 		return c, true
 	}
-	if hasCommandField(input) {
+	if hasCommand {
 		return CapCommandExecute, true
 	}
 	return "", false

@@ -214,7 +214,8 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 		return deny(d, CodeInvalidRequest, "tool_name is required for hook "+HookPreToolCall, "")
 	}
 	set := p.set
-	capID, mapped := set.capability(tool, req.ToolInput)
+	present := presentFields(req.ToolInput) // which kinds of argument fields the call carries
+	capID, mapped := set.capability(tool, req.ToolInput, present&fieldCommand != 0)
 	switch {
 	case !mapped && !p.allowUnmapped:
 		return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" maps to no capability: name it in a policy's toolCapabilities, or set the passport's unmappedTools to Allow", "")
@@ -225,12 +226,12 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 	}
 	// A call carrying a shell command runs it, whatever its tool maps to (an MCP tool with a
 	// command argument): it needs the shell capability too.
-	if capID != CapCommandExecute && hasCommandField(req.ToolInput) && !isEditorCall(tool, req.ToolInput) {
+	if capID != CapCommandExecute && present&fieldCommand != 0 && !isEditorCall(tool, req.ToolInput) {
 		if _, ok := p.caps[CapCommandExecute]; !ok {
 			return deny(d, CodeUnknownCapability, "tool "+clipName(tool)+" carries a shell command, which needs capability "+CapCommandExecute+", which passport "+p.src.Name+" does not hold", "")
 		}
 	}
-	script, v := p.guardCall(s.analyses, tool, capID, req.ToolInput)
+	script, v := p.guardCall(s.analyses, tool, capID, req.ToolInput, present)
 	if v.code != "" {
 		return deny(d, v.code, v.msg, "")
 	}

@@ -47,9 +47,8 @@ func denyWith(code, format string, args ...any) verdict {
 // guardCall applies the passport's limits to a tool call's arguments: the shell command it carries,
 // the paths and URLs it names, the size it writes. capID is the tool's capability ("" if unmapped).
 // It returns the analysis of the call's first command (call.commands in CEL), or nil. cache keeps
-// recent analyses (nil: none).
-func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input map[string]any) (*shell.Script, verdict) {
-	present := presentFields(input)
+// recent analyses (nil: none); present is presentFields(input).
+func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (*shell.Script, verdict) {
 	script, v := p.guardCommands(cache, tool, capID, input, present)
 	if v.code != "" {
 		return nil, v

@@ -128,16 +128,6 @@ func commandTexts(input map[string]any) (cmds []string, bad string) {
 	return cmds, ""
 }
 
-// hasCommandField reports whether input carries any command field.
-func hasCommandField(input map[string]any) bool {
-	for _, f := range CommandFields {
-		if _, ok := input[f]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // commandText returns the first command a tool input carries ("" when none).
 func commandText(input map[string]any) string {
 	cmds, _ := commandTexts(input)
