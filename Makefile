@@ -91,17 +91,17 @@ bench: ## Measure Tollgate end to end and print the table (bench/results.json).
 .PHONY: demo
 demo: ## Run the local demo on an embedded control plane.
 	@assets="$${KUBEBUILDER_ASSETS:-$$(hack/envtest.sh "$(ENVTEST_DIR)")}"; \
-	KUBEBUILDER_ASSETS="$$assets" go run ./cmd demo
+	KUBEBUILDER_ASSETS="$$assets" go run ./cmd/tollgate demo
 
 ##@ Build
 
 .PHONY: build
 build: ## Build the tollgate binary.
-	go build -o bin/tollgate ./cmd
+	go build -o bin/tollgate ./cmd/tollgate
 
 .PHONY: run
 run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
-	go run ./cmd manager
+	go run ./cmd/tollgate manager
 
 .PHONY: docker-build
 docker-build: ## Build the container image.

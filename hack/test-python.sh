@@ -21,7 +21,7 @@ cd "$root"
 mkdir -p bin
 
 echo "test-python: building bin/tollgate"
-go build -o bin/tollgate ./cmd
+go build -o bin/tollgate ./cmd/tollgate
 
 if ! command -v "$python" >/dev/null 2>&1; then
 	echo "test-python: $python not found: install Python 3.10 or newer (or set PYTHON)" >&2

@@ -26,7 +26,7 @@ node_major="$(node -p 'process.versions.node.split(".")[0]')"
 start=$(date +%s)
 
 echo "test-typescript: building bin/tollgate"
-(cd "$root" && go build -o bin/tollgate ./cmd)
+(cd "$root" && go build -o bin/tollgate ./cmd/tollgate)
 
 # node_modules is reinstalled only when the lock file, Node or npm changed since the last
 # successful `npm ci` (the stamp lives inside node_modules, so deleting it forces a reinstall).

@@ -60,7 +60,7 @@ type server struct {
 // buildBinaries builds the tollgate binary and bench/cmd/benchserver into dir.
 func buildBinaries(ctx context.Context, root, dir string) (tollgate, benchserver string, err error) {
 	tollgate, benchserver = filepath.Join(dir, "tollgate"), filepath.Join(dir, "benchserver")
-	for pkg, bin := range map[string]string{"./cmd": tollgate, "./bench/cmd/benchserver": benchserver} {
+	for pkg, bin := range map[string]string{"./cmd/tollgate": tollgate, "./bench/cmd/benchserver": benchserver} {
 		build := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 		build.Dir = root
 		if out, err := build.CombinedOutput(); err != nil {

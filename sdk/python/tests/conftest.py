@@ -30,7 +30,7 @@ def tollgate_binary() -> Path:
     """The tollgate binary: $TOLLGATE_BIN, else bin/tollgate at the repository root."""
     path = Path(os.environ.get("TOLLGATE_BIN") or REPO / "bin" / "tollgate")
     if not path.is_file() or not os.access(path, os.X_OK):
-        pytest.fail(f"tollgate binary {path} not found: build it with `go build -o bin/tollgate ./cmd` "
+        pytest.fail(f"tollgate binary {path} not found: build it with `go build -o bin/tollgate ./cmd/tollgate` "
                     "(hack/test-python.sh does) or set TOLLGATE_BIN", pytrace=False)
     return path
 

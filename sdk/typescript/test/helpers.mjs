@@ -27,7 +27,7 @@ export const PASSPORT = "coding-agent";
 export async function startTollgate({ paths = [samples], extra = [] } = {}) {
   const bin = process.env.TOLLGATE_BIN || join(repoRoot, "bin", "tollgate");
   if (!existsSync(bin)) {
-    throw new Error(`tollgate binary not found at ${bin}: build it with \`go build -o bin/tollgate ./cmd\` (hack/test-typescript.sh does)`);
+    throw new Error(`tollgate binary not found at ${bin}: build it with \`go build -o bin/tollgate ./cmd/tollgate\` (hack/test-typescript.sh does)`);
   }
   const args = ["serve", ...paths.flatMap((p) => ["-f", p]), "--bind-address", "127.0.0.1:0", "--watch=false", ...extra];
   const child = spawn(bin, args, { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] });

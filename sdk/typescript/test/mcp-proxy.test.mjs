@@ -87,7 +87,7 @@ async function startUpstream(calls) {
 async function startProxy(args) {
   const bin = process.env.TOLLGATE_BIN || join(repoRoot, "bin", "tollgate");
   if (!existsSync(bin)) {
-    throw new Error(`tollgate binary not found at ${bin}: build it with \`go build -o bin/tollgate ./cmd\` (hack/test-typescript.sh does)`);
+    throw new Error(`tollgate binary not found at ${bin}: build it with \`go build -o bin/tollgate ./cmd/tollgate\` (hack/test-typescript.sh does)`);
   }
   const child = spawn(bin, ["mcp-proxy", "--bind-address", "127.0.0.1:0", ...args], { cwd: repoRoot, stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";

@@ -19,7 +19,7 @@ import (
 // hookServe starts tollgate serve for the hook tests and returns its URL and its logs.
 func hookServe(t *testing.T, extra ...string) (string, *safeBuffer) {
 	t.Helper()
-	args := append([]string{"-f", "config/samples", "-f", "cmd/testdata/hook", "--decision-log"}, extra...)
+	args := append([]string{"-f", "config/samples", "-f", "cmd/tollgate/testdata/hook", "--decision-log"}, extra...)
 	base, logs, _ := startServe(t, args...)
 	return base, logs
 }

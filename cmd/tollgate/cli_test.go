@@ -16,7 +16,7 @@ import (
 var tollgateBin string
 
 // repoRoot is the repository root (tests run in cmd/).
-const repoRoot = ".."
+const repoRoot = "../.."
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
