@@ -264,6 +264,7 @@ func TestDeciderFlagErrors(t *testing.T) {
 			[]string{"flag --log-json is deprecated: use --log-format", "loading kubeconfig"}},
 		{"manager bad log format", nil, []string{"manager", "--log-format", "xml"}, 2, []string{"want text or json"}},
 		{"manager unexpected argument", nil, []string{"manager", "extra"}, 2, []string{"unexpected arguments"}},
+		{"manager with nothing to run", nil, []string{"manager", "--enable-controllers=false", "--enable-webhooks=false"}, 2, []string{"nothing to run"}},
 		{"manager missing kubeconfig", nil, []string{"manager", "--kubeconfig", missing}, 1, []string{"loading kubeconfig"}},
 		{"help", nil, []string{"decider", "-h"}, 0, []string{"Usage: tollgate decider", "-bind-address string", "-log-json", "deprecated: use --log-format"}},
 	}

@@ -30,6 +30,7 @@ type managerCommand struct {
 	kube           kubeOptions
 	bundleInterval time.Duration
 	workers        int
+	controllers    bool
 	webhooks       webhookOptions
 	log            logOptions
 	zap            zap.Options
@@ -43,6 +44,7 @@ func newManagerCommand() command {
 		kube:           kubeOptions{qps: 50, burst: 100},
 		bundleInterval: controller.DefaultBundleInterval,
 		workers:        2,
+		controllers:    true,
 		log:            logOptions{format: logFormatJSON},
 	}
 }
@@ -61,6 +63,8 @@ func (c *managerCommand) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.bundleInterval, "bundle-interval", c.bundleInterval,
 		"Minimum time between two writes of one namespace's bundle; updates within it coalesce.")
 	fs.IntVar(&c.workers, "max-concurrent-reconciles", c.workers, "Workers per controller.")
+	fs.BoolVar(&c.controllers, "enable-controllers", c.controllers,
+		"Run the controllers (status and bundles); --enable-controllers=false with --enable-webhooks serves only the webhooks.")
 	c.webhooks.BindFlags(fs)
 	c.log.BindFlags(fs)
 	c.zap.BindFlags(fs)
@@ -70,6 +74,9 @@ func (c *managerCommand) BindFlags(fs *flag.FlagSet) {
 func (c *managerCommand) Run(ctx context.Context, cio *cmdIO, args []string) error {
 	if len(args) > 0 {
 		return usageError("unexpected arguments %v", args)
+	}
+	if !c.controllers && !c.webhooks.enabled {
+		return usageError("--enable-controllers=false and --enable-webhooks=false leave nothing to run")
 	}
 	c.log.zapOptions(&c.zap)
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&c.zap), zap.WriteTo(cio.stderr)))
@@ -88,7 +95,8 @@ func (c *managerCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 	if err := c.setup(ctx, mgr); err != nil {
 		return err
 	}
-	ctrl.Log.WithName("manager").Info("starting", "operatorNamespace", c.webhooks.namespace(), "leaderElection", c.leaderElect)
+	ctrl.Log.WithName("manager").Info("starting", "operatorNamespace", c.webhooks.namespace(), "leaderElection", c.leaderElect,
+		"controllers", c.controllers, "webhooks", c.webhooks.enabled)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}
@@ -137,12 +145,14 @@ func newScheme() (*runtime.Scheme, error) {
 
 // setup registers the controllers, the webhooks and the health checks on mgr.
 func (c *managerCommand) setup(ctx context.Context, mgr ctrl.Manager) error {
-	if err := controller.SetupWithManager(mgr, controller.Options{
-		OperatorNamespace:       c.webhooks.namespace(),
-		BundleInterval:          c.bundleInterval,
-		MaxConcurrentReconciles: c.workers,
-	}); err != nil {
-		return err
+	if c.controllers {
+		if err := controller.SetupWithManager(mgr, controller.Options{
+			OperatorNamespace:       c.webhooks.namespace(),
+			BundleInterval:          c.bundleInterval,
+			MaxConcurrentReconciles: c.workers,
+		}); err != nil {
+			return err
+		}
 	}
 	if err := c.webhooks.setup(ctx, mgr); err != nil {
 		return err
