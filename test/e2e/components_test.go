@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Deployments of the install objects whose pods the suite runs as processes.
+const (
+	managerDeployment = "tollgate-controller-manager"
+	deciderDeployment = "tollgate-decider"
+)
+
+// workload is what a Deployment of the install objects runs: its ServiceAccount, namespace and the
+// tollgate arguments of its first container, with $(POD_NAMESPACE) expanded as the kubelet would.
+type workload struct {
+	serviceAccount string
+	namespace      string
+	args           []string
+}
+
+// deploymentWorkload reads the workload of Deployment name from the install objects.
+func deploymentWorkload(objs []*unstructured.Unstructured, name string) (workload, error) {
+	d := findObject(objs, "Deployment", name)
+	if d == nil {
+		return workload{}, fmt.Errorf("the install objects hold no Deployment %s", name)
+	}
+	w := workload{namespace: d.GetNamespace()}
+	w.serviceAccount, _, _ = unstructured.NestedString(d.Object, "spec", "template", "spec", "serviceAccountName")
+	if w.serviceAccount == "" {
+		return workload{}, fmt.Errorf("Deployment %s names no serviceAccountName", name)
+	}
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		return workload{}, fmt.Errorf("Deployment %s has no containers", name)
+	}
+	c, ok := containers[0].(map[string]any)
+	if !ok {
+		return workload{}, fmt.Errorf("Deployment %s: container 0 is not an object", name)
+	}
+	args, _, _ := unstructured.NestedStringSlice(c, "args")
+	for _, a := range args {
+		w.args = append(w.args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", w.namespace))
+	}
+	return w, nil
+}
+
+// newComponent prepares a process running Deployment deployment's arguments followed by extra
+// (later flags win), with a kubeconfig impersonating the Deployment's ServiceAccount.
+func newComponent(name, deployment string, extra ...string) component {
+	GinkgoHelper()
+	w, err := deploymentWorkload(suite.objects, deployment)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(w.namespace).To(Equal(operatorNamespace))
+	kubeconfig := filepath.Join(suite.dir, name+".kubeconfig")
+	Expect(impersonatingKubeconfig(kubeconfig, suite.admin, serviceAccountUser(w.namespace, w.serviceAccount))).To(Succeed())
+	return component{
+		name:           name,
+		serviceAccount: w.serviceAccount,
+		kubeconfig:     kubeconfig,
+		args:           append(append(w.args, "--kubeconfig="+kubeconfig), extra...),
+	}
+}
+
+// deciderComponent is `tollgate decider` as config/decider runs it, on a loopback port.
+func deciderComponent() component {
+	GinkgoHelper()
+	addr, err := freeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	c := newComponent("decider", deciderDeployment, "--bind-address="+addr, "--shutdown-timeout=1s")
+	Expect(c.args[0]).To(Equal("decider"))
+	c.addr = addr
+	c.probe = "http://" + addr + "/healthz"
+	return c
+}
+
+// managerComponent is `tollgate manager` as config/manager runs it (leader election included),
+// with the controllers only.
+func managerComponent() component {
+	GinkgoHelper()
+	probe, err := freeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	c := newComponent("manager", managerDeployment, "--enable-webhooks=false",
+		"--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+	Expect(c.args[0]).To(Equal("manager"))
+	Expect(c.args).To(ContainElement("--leader-elect"))
+	c.probe = "http://" + probe + "/readyz"
+	return c
+}
+
+// webhooksComponent is the same `tollgate manager` with the webhooks only, serving the generated
+// certificate on the port the webhook configurations call.
+func webhooksComponent() component {
+	GinkgoHelper()
+	probe, err := freeAddr()
+	Expect(err).NotTo(HaveOccurred())
+	port := suite.webhook[strings.LastIndex(suite.webhook, ":")+1:]
+	c := newComponent("webhooks", managerDeployment, "--enable-controllers=false", "--leader-elect=false",
+		"--webhook-port="+port, "--webhook-cert-path="+suite.certDir,
+		"--decider-url=http://"+suite.decider.addr,
+		"--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+	c.probe = "http://" + probe + "/readyz"
+	return c
+}
+
+// startComponent starts comp's process and waits for its probe.
+func startComponent(ctx context.Context, comp *component) {
+	GinkgoHelper()
+	logFile, err := os.OpenFile(filepath.Join(suite.dir, comp.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	Expect(err).NotTo(HaveOccurred())
+	suite.files = append(suite.files, logFile)
+	comp.proc, err = startProcess(comp.name, suite.bin, logFile, []string{"POD_NAMESPACE=" + operatorNamespace}, comp.args...)
+	Expect(err).NotTo(HaveOccurred())
+	suite.procs = append(suite.procs, comp.proc)
+	Expect(comp.proc.waitHTTP(ctx, comp.probe, 60*time.Second)).To(Succeed())
+}

@@ -1,0 +1,116 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// installSource names where the install objects come from (printed by the suite).
+const installSource = "kustomize build config/default"
+
+// installObjects renders the objects an operator installs: today config/default through kustomize's
+// Go API (krusty, the library behind `kustomize build`). It is the suite's one source of install
+// objects; everything the suite grants its processes comes from here.
+func installObjects(root string) ([]*unstructured.Unstructured, error) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resources, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
+	if err != nil {
+		return nil, fmt.Errorf("kustomize build config/default: %w", err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range resources.Resources() {
+		data, err := r.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("kustomize build config/default: %s: %w", r.CurId(), err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(data); err != nil {
+			return nil, fmt.Errorf("kustomize build config/default: %s: %w", r.CurId(), err)
+		}
+		out = append(out, obj)
+	}
+	return out, nil
+}
+
+// skippedKinds are install objects the suite does not apply: the suite runs the workloads itself as
+// processes (Deployments and what only selects their pods), and cert-manager is not installed (the
+// suite generates the webhook certificate).
+var skippedKinds = []string{"Deployment", "PodDisruptionBudget", "Certificate", "Issuer", "ServiceMonitor"}
+
+// applicable splits the install objects into what the suite applies, in order (namespaces and CRDs
+// first, webhook configurations last), and what it leaves out.
+func applicable(objs []*unstructured.Unstructured) (apply, skipped []*unstructured.Unstructured) {
+	rank := func(o *unstructured.Unstructured) int {
+		switch o.GetKind() {
+		case "Namespace":
+			return 0
+		case "CustomResourceDefinition":
+			return 1
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			return 3
+		default:
+			return 2
+		}
+	}
+	for _, o := range objs {
+		if slices.Contains(skippedKinds, o.GetKind()) {
+			skipped = append(skipped, o)
+			continue
+		}
+		apply = append(apply, o)
+	}
+	slices.SortStableFunc(apply, func(a, b *unstructured.Unstructured) int { return rank(a) - rank(b) })
+	return apply, skipped
+}
+
+// findObject returns the install object of kind and name, or nil.
+func findObject(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// withoutVerb returns a copy of the Role or ClusterRole obj with verb removed from every rule for
+// resource: the deliberately broken RBAC of the negative test.
+func withoutVerb(obj *unstructured.Unstructured, resource, verb string) (*unstructured.Unstructured, error) {
+	out := obj.DeepCopy()
+	rules, ok, err := unstructured.NestedSlice(out.Object, "rules")
+	if err != nil || !ok {
+		return nil, fmt.Errorf("%s %s has no rules: %v", obj.GetKind(), obj.GetName(), err)
+	}
+	removed := false
+	for i, r := range rules {
+		rule, ok := r.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s %s: rule %d is not an object", obj.GetKind(), obj.GetName(), i)
+		}
+		resources, _, _ := unstructured.NestedStringSlice(rule, "resources")
+		if !slices.Contains(resources, resource) {
+			continue
+		}
+		verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+		kept := slices.DeleteFunc(slices.Clone(verbs), func(v string) bool { return v == verb })
+		if len(kept) != len(verbs) {
+			removed = true
+		}
+		if err := unstructured.SetNestedStringSlice(rule, kept, "verbs"); err != nil {
+			return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		rules[i] = rule
+	}
+	if !removed {
+		return nil, fmt.Errorf("%s %s grants no %q on %s", obj.GetKind(), obj.GetName(), verb, resource)
+	}
+	if err := unstructured.SetNestedSlice(out.Object, rules, "rules"); err != nil {
+		return nil, fmt.Errorf("%s %s: %w", obj.GetKind(), obj.GetName(), err)
+	}
+	return out, nil
+}
