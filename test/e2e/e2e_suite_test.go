@@ -50,6 +50,7 @@ var suite struct {
 	webhooks component
 	procs    []*process
 	files    []*os.File
+	failed   bool // a spec failed: keep the work directory (logs, kubeconfigs)
 }
 
 // component is how one tollgate process is run: its arguments, kubeconfig and probe.
@@ -126,7 +127,11 @@ var _ = AfterSuite(func() {
 	if suite.env != nil {
 		Expect(suite.env.Stop()).To(Succeed())
 	}
-	if suite.dir != "" && !CurrentSpecReport().Failed() {
+	switch {
+	case suite.dir == "":
+	case suite.failed:
+		fmt.Fprintf(os.Stdout, "e2e: process logs and kubeconfigs kept in %s\n", suite.dir)
+	default:
 		_ = os.RemoveAll(suite.dir)
 	}
 	if !suite.started.IsZero() {
@@ -139,6 +144,7 @@ var _ = JustAfterEach(func() {
 	if !CurrentSpecReport().Failed() {
 		return
 	}
+	suite.failed = true
 	for _, p := range suite.procs {
 		AddReportEntry("output of "+p.name, tail(p.log.String(), 60))
 	}
