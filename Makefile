@@ -65,6 +65,11 @@ test-go: ## Build the control plane if needed, then run every Go test (envtest s
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	KUBEBUILDER_ASSETS="$$assets" hack/test.sh
 
+.PHONY: e2e
+e2e: ## The end-to-end suite alone (also part of test-go): install objects on kube-apiserver and etcd with RBAC on, tollgate processes under their ServiceAccounts.
+	@assets="$${KUBEBUILDER_ASSETS:-$$(hack/envtest.sh "$(ENVTEST_DIR)")}"; \
+	KUBEBUILDER_ASSETS="$$assets" go test ./test/e2e -count=1 -timeout 10m -v
+
 .PHONY: test-python
 test-python: ## The Python SDK and its adapters against a real tollgate serve (pinned venv in bin/).
 	hack/test-python.sh

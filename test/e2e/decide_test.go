@@ -38,13 +38,14 @@ func (d decision) code() string {
 	return d.Reasons[0].Code
 }
 
-// decideOver posts one pre_tool_call request for the agents/coding-agent passport to the decider at
-// addr with bearer token (none when empty) and returns the HTTP status, the decision and the raw body.
-func decideOver(ctx context.Context, addr, token, tool string, input map[string]any) (int, decision, string, error) {
+// decideOver posts one pre_tool_call request, a bash call running command for the
+// agents/coding-agent passport, to the decider at addr with bearer token (none when empty) and returns
+// the HTTP status, the decision and the raw body.
+func decideOver(ctx context.Context, addr, token, command string) (int, decision, string, error) {
 	body, err := json.Marshal(map[string]any{
 		"passport":   agentsNamespace + "/" + agentSA,
-		"tool_name":  tool,
-		"tool_input": input,
+		"tool_name":  "bash",
+		"tool_input": map[string]any{"command": command},
 		"hook":       "pre_tool_call",
 		"thread_id":  "e2e",
 	})
@@ -78,9 +79,6 @@ func decideOver(ctx context.Context, addr, token, tool string, input map[string]
 	}
 	return resp.StatusCode, d, string(raw), nil
 }
-
-// bash is the tool input of a shell call.
-func bash(command string) map[string]any { return map[string]any{"command": command} }
 
 // sampleObject reads config/samples/<file> into namespace ns.
 func sampleObject(file, ns string) (*unstructured.Unstructured, error) {

@@ -48,12 +48,12 @@ spec:
 // shellSafetyRule is the policy_id of a decision made by the shell-safety sample's deny rule.
 const shellSafetyRule = "system.command.execute.v1#no-destructive-or-privileged-commands"
 
-// get reads the object of gvk ns/name from the API server as admin.
-func get(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) *unstructured.Unstructured {
+// get reads the object of gvk agents/name from the API server as admin.
+func get(ctx context.Context, gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
 	GinkgoHelper()
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gvk)
-	Expect(suite.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
+	Expect(suite.c.Get(ctx, client.ObjectKey{Namespace: agentsNamespace, Name: name}, obj)).To(Succeed())
 	return obj
 }
 
@@ -71,18 +71,10 @@ func conditionStatus(obj *unstructured.Unstructured, typ string) (string, string
 	return "", ""
 }
 
-// argo runs the Argo CD health script of obj's kind on it.
-func argo(obj *unstructured.Unstructured) argoHealth {
-	GinkgoHelper()
-	script, err := healthScript(suite.root, strings.ToLower(obj.GetKind()))
-	Expect(err).NotTo(HaveOccurred())
-	h, err := runHealthScript(script, obj.Object)
-	Expect(err).NotTo(HaveOccurred())
-	return h
-}
-
-// eventuallyArgo waits until the Argo CD health of gvk ns/name is status and returns the last health.
-func eventuallyArgo(ctx context.Context, gvk schema.GroupVersionKind, ns, name, status string) argoHealth {
+// eventuallyArgo waits until the Argo CD health of gvk agents/name, read from the API server, is
+// status and returns the last health.
+func eventuallyArgo(ctx context.Context, gvk schema.GroupVersionKind, name, status string) argoHealth {
+	ns := agentsNamespace
 	GinkgoHelper()
 	var h argoHealth
 	Eventually(func(g Gomega) {
@@ -110,7 +102,7 @@ func mergePatch(ctx context.Context, gvk schema.GroupVersionKind, ns, name, patc
 // expectDecision asks the suite's decider and checks the outcome and first reason code.
 func expectDecision(ctx context.Context, token, command, outcome, code string) decision {
 	GinkgoHelper()
-	status, d, raw, err := decideOver(ctx, suite.decider.addr, token, "bash", bash(command))
+	status, d, raw, err := decideOver(ctx, suite.decider.addr, token, command)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(status).To(Equal(http.StatusOK), raw)
 	Expect(d.Decision).To(Equal(outcome), raw)
@@ -142,11 +134,11 @@ var _ = Describe("Tollgate installed from "+installSource, Ordered, func() {
 		}
 
 		By("waiting for the manager to report them Ready; Argo CD's health checks read Healthy")
-		h := eventuallyArgo(ctx, passportGVK, agentsNamespace, agentSA, "Healthy")
+		h := eventuallyArgo(ctx, passportGVK, agentSA, "Healthy")
 		Expect(h.Message).To(ContainSubstring("Reconciled"))
 		for _, name := range []string{"shell-safety", "git-no-pager"} {
-			eventuallyArgo(ctx, policyGVK, agentsNamespace, name, "Healthy")
-			p := get(ctx, policyGVK, agentsNamespace, name)
+			eventuallyArgo(ctx, policyGVK, name, "Healthy")
+			p := get(ctx, policyGVK, name)
 			valid, reason := conditionStatus(p, "Valid")
 			Expect(valid).To(Equal("True"), reason)
 		}
@@ -228,7 +220,7 @@ spec:
 		Expect(d.ModifiedInput).To(HaveKeyWithValue("command", "git --no-pager log"))
 
 		By("no token: 401")
-		status, _, raw, err := decideOver(ctx, suite.decider.addr, "", "bash", bash("ls"))
+		status, _, raw, err := decideOver(ctx, suite.decider.addr, "", "ls")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(status).To(Equal(http.StatusUnauthorized), raw)
 
@@ -237,7 +229,7 @@ spec:
 			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{"someone-else"}, ExpirationSeconds: ptr.To[int64](600)},
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
-		status, _, raw, err = decideOver(ctx, suite.decider.addr, wrong.Status.Token, "bash", bash("ls"))
+		status, _, raw, err = decideOver(ctx, suite.decider.addr, wrong.Status.Token, "ls")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(status).To(Equal(http.StatusUnauthorized), raw)
 
@@ -253,7 +245,7 @@ spec:
 		start := time.Now()
 		Expect(mergePatch(ctx, passportGVK, agentsNamespace, agentSA, `{"spec":{"status":"suspended"}}`)).To(Succeed())
 		Eventually(func(g Gomega) {
-			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "bash", bash("ls -la"))
+			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "ls -la")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(d.code()).To(Equal("oap.passport_suspended"), raw)
 		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
@@ -263,17 +255,17 @@ spec:
 		Expect(latency).To(BeNumerically("<", 2*time.Second))
 
 		By("Argo CD reads the suspended passport as Suspended")
-		h := eventuallyArgo(ctx, passportGVK, agentsNamespace, agentSA, "Suspended")
+		h := eventuallyArgo(ctx, passportGVK, agentSA, "Suspended")
 		Expect(h.Message).To(HavePrefix("Suspended"))
 
 		By("reactivating: allowed again, Healthy")
 		Expect(mergePatch(ctx, passportGVK, agentsNamespace, agentSA, `{"spec":{"status":"active"}}`)).To(Succeed())
 		Eventually(func(g Gomega) {
-			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "bash", bash("ls -la"))
+			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "ls -la")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(d.Decision).To(Equal("allow"), raw)
 		}).WithContext(ctx).WithTimeout(5 * time.Second).WithPolling(20 * time.Millisecond).Should(Succeed())
-		eventuallyArgo(ctx, passportGVK, agentsNamespace, agentSA, "Healthy")
+		eventuallyArgo(ctx, passportGVK, agentSA, "Healthy")
 	})
 
 	It("keeps the last good bundle across a manager restart and a bad policy update", func(ctx SpecContext) {
@@ -289,7 +281,7 @@ spec:
 		By("starting a new manager process")
 		startComponent(ctx, &suite.manager)
 		Consistently(func(g Gomega) {
-			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "bash", bash("rm -rf /tmp/x"))
+			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "rm -rf /tmp/x")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(d.code()).To(Equal("oap.blocked_pattern"), raw)
 		}).WithContext(ctx).WithTimeout(2 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
@@ -301,7 +293,7 @@ spec:
 			Expect(mergePatch(ctx, schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}, "", agentsNamespace,
 				`{"metadata":{"labels":{"tollgate.dev/webhook":null}}}`)).To(Succeed())
 		})
-		bad := get(ctx, policyGVK, agentsNamespace, "shell-safety")
+		bad := get(ctx, policyGVK, "shell-safety")
 		rules, _, _ := unstructured.NestedSlice(bad.Object, "spec", "rules")
 		rule0 := rules[0].(map[string]any)
 		rule0["when"] = "call.commands.exists(c,"
@@ -310,16 +302,16 @@ spec:
 		Expect(suite.c.Update(ctx, bad)).To(Succeed())
 
 		By("the restarted manager reports Valid=False; Argo CD reads Degraded")
-		h := eventuallyArgo(ctx, policyGVK, agentsNamespace, "shell-safety", "Degraded")
+		h := eventuallyArgo(ctx, policyGVK, "shell-safety", "Degraded")
 		Expect(h.Message).To(ContainSubstring("CompileError"))
 		Expect(h.Message).To(ContainSubstring("spec.rules[0].when"))
-		p := get(ctx, policyGVK, agentsNamespace, "shell-safety")
+		p := get(ctx, policyGVK, "shell-safety")
 		enforced, _, _ := unstructured.NestedInt64(p.Object, "status", "enforcedGeneration")
 		Expect(enforced).To(BeNumerically("<", p.GetGeneration()), "the last good generation stays enforced")
 
 		By("enforcement stays: rm -rf is still denied by shell-safety")
 		Consistently(func(g Gomega) {
-			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "bash", bash("rm -rf /tmp/x"))
+			_, d, raw, err := decideOver(ctx, suite.decider.addr, token, "rm -rf /tmp/x")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(d.Decision).To(Equal("deny"), raw)
 			g.Expect(d.PolicyID).To(Equal(shellSafetyRule), raw)
@@ -328,10 +320,10 @@ spec:
 		By("restoring the sample: Healthy again")
 		good, err := sampleObject("guardrails_v1alpha1_guardrailpolicy_shell_safety.yaml", agentsNamespace)
 		Expect(err).NotTo(HaveOccurred())
-		p = get(ctx, policyGVK, agentsNamespace, "shell-safety")
+		p = get(ctx, policyGVK, "shell-safety")
 		Expect(unstructured.SetNestedField(p.Object, good.Object["spec"], "spec")).To(Succeed())
 		Expect(suite.c.Update(ctx, p)).To(Succeed())
-		eventuallyArgo(ctx, policyGVK, agentsNamespace, "shell-safety", "Healthy")
+		eventuallyArgo(ctx, policyGVK, "shell-safety", "Healthy")
 	})
 
 	Describe("RBAC: each ServiceAccount can do what it needs and nothing it should not", func() {
@@ -388,7 +380,7 @@ spec:
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
 
 			By("the manager rewriting a policy's spec")
-			gp := get(ctx, policyGVK, agentsNamespace, "git-no-pager")
+			gp := get(ctx, policyGVK, "git-no-pager")
 			Expect(unstructured.SetNestedField(gp.Object, int64(999), "spec", "priority")).To(Succeed())
 			err = clientAs(manager).Update(ctx, gp)
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
@@ -422,14 +414,14 @@ spec:
 			ContainSubstring(`User \"` + decider + `\" cannot list resource \"configmaps\"`))
 		Consistently(func() int { return httpStatus(ctx, "http://"+c.addr+"/readyz") }).
 			WithTimeout(2 * time.Second).Should(Equal(http.StatusServiceUnavailable))
-		status, d, raw, err := decideOver(ctx, c.addr, token, "bash", bash("ls -la"))
+		status, d, raw, err := decideOver(ctx, c.addr, token, "ls -la")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(status != http.StatusOK || d.Decision == "deny").To(BeTrue(), "a decider without its bundle allows nothing: %d %s", status, raw)
 
 		By("restoring the rule: the same process loads the bundle and decides")
 		applyRole(ctx, role)
 		Expect(c.proc.waitHTTP(ctx, "http://"+c.addr+"/readyz", 60*time.Second)).To(Succeed())
-		_, d, raw, err = decideOver(ctx, c.addr, token, "bash", bash("rm -rf /tmp/x"))
+		_, d, raw, err = decideOver(ctx, c.addr, token, "rm -rf /tmp/x")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.code()).To(Equal("oap.blocked_pattern"), raw)
 		Expect(c.proc.stop()).To(Succeed())
