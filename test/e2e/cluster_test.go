@@ -28,12 +28,10 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/testenv"
 )
 
-// Names of the install objects the suite refers to (config/default's namePrefix and namespace).
+// Namespaces and names the suite uses. The install objects' own names (ServiceAccounts, Roles) are
+// read from the objects, so that they may come from kustomize or from the chart.
 const (
 	operatorNamespace = "tollgate-system"
-	managerSA         = "tollgate-controller-manager"
-	deciderSA         = "tollgate-decider"
-	deciderRole       = "tollgate-decider-bundle-reader"
 	agentsNamespace   = "agents"
 	agentSA           = "coding-agent"
 )

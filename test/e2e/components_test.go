@@ -13,12 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// Deployments of the install objects whose pods the suite runs as processes.
-const (
-	managerDeployment = "tollgate-controller-manager"
-	deciderDeployment = "tollgate-decider"
-)
-
 // workload is what a Deployment of the install objects runs: its ServiceAccount, namespace and the
 // tollgate arguments of its first container, with $(POD_NAMESPACE) expanded as the kubelet would.
 type workload struct {
@@ -27,12 +21,29 @@ type workload struct {
 	args           []string
 }
 
-// deploymentWorkload reads the workload of Deployment name from the install objects.
-func deploymentWorkload(objs []*unstructured.Unstructured, name string) (workload, error) {
-	d := findObject(objs, "Deployment", name)
-	if d == nil {
-		return workload{}, fmt.Errorf("the install objects hold no Deployment %s", name)
+// deploymentWorkload reads the workload of the Deployment of the install objects that runs
+// `tollgate <subcommand>`.
+func deploymentWorkload(objs []*unstructured.Unstructured, subcommand string) (workload, error) {
+	var d *unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		if len(containers) == 0 {
+			continue
+		}
+		if c, ok := containers[0].(map[string]any); ok {
+			if args, _, _ := unstructured.NestedStringSlice(c, "args"); len(args) > 0 && args[0] == subcommand {
+				d = o
+				break
+			}
+		}
 	}
+	if d == nil {
+		return workload{}, fmt.Errorf("no Deployment of the install objects runs tollgate %s", subcommand)
+	}
+	name := d.GetName()
 	w := workload{namespace: d.GetNamespace()}
 	w.serviceAccount, _, _ = unstructured.NestedString(d.Object, "spec", "template", "spec", "serviceAccountName")
 	if w.serviceAccount == "" {
@@ -53,11 +64,12 @@ func deploymentWorkload(objs []*unstructured.Unstructured, name string) (workloa
 	return w, nil
 }
 
-// newComponent prepares a process running Deployment deployment's arguments followed by extra
-// (later flags win), with a kubeconfig impersonating the Deployment's ServiceAccount.
-func newComponent(name, deployment string, extra ...string) component {
+// newComponent prepares a process running the arguments of the Deployment that runs `tollgate
+// <subcommand>` followed by extra (later flags win), with a kubeconfig impersonating the
+// Deployment's ServiceAccount.
+func newComponent(name, subcommand string, extra ...string) component {
 	GinkgoHelper()
-	w, err := deploymentWorkload(suite.objects, deployment)
+	w, err := deploymentWorkload(suite.objects, subcommand)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(w.namespace).To(Equal(operatorNamespace))
 	kubeconfig := filepath.Join(suite.dir, name+".kubeconfig")
@@ -75,8 +87,7 @@ func deciderComponent() component {
 	GinkgoHelper()
 	addr, err := freeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	c := newComponent("decider", deciderDeployment, "--bind-address="+addr, "--shutdown-timeout=1s")
-	Expect(c.args[0]).To(Equal("decider"))
+	c := newComponent("decider", "decider", "--bind-address="+addr, "--shutdown-timeout=1s")
 	c.addr = addr
 	c.probe = "http://" + addr + "/healthz"
 	return c
@@ -88,9 +99,8 @@ func managerComponent() component {
 	GinkgoHelper()
 	probe, err := freeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	c := newComponent("manager", managerDeployment, "--enable-webhooks=false",
+	c := newComponent("manager", "manager", "--enable-webhooks=false",
 		"--health-probe-bind-address="+probe, "--metrics-bind-address=0")
-	Expect(c.args[0]).To(Equal("manager"))
 	Expect(c.args).To(ContainElement("--leader-elect"))
 	c.probe = "http://" + probe + "/readyz"
 	return c
@@ -103,7 +113,7 @@ func webhooksComponent() component {
 	probe, err := freeAddr()
 	Expect(err).NotTo(HaveOccurred())
 	port := suite.webhook[strings.LastIndex(suite.webhook, ":")+1:]
-	c := newComponent("webhooks", managerDeployment, "--enable-controllers=false", "--leader-elect=false",
+	c := newComponent("webhooks", "manager", "--enable-controllers=false", "--leader-elect=false",
 		"--webhook-port="+port, "--webhook-cert-path="+suite.certDir,
 		"--decider-url=http://"+suite.decider.addr,
 		"--health-probe-bind-address="+probe, "--metrics-bind-address=0")

@@ -10,6 +10,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -103,6 +105,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	}
 	By(fmt.Sprintf("applying %d install objects (webhooks called by URL on %s); not applied: %s",
 		len(apply), suite.webhook, describe(skipped)))
+	if findObject(apply, "Namespace", operatorNamespace) == nil {
+		By("creating namespace " + operatorNamespace + " (the install objects hold none, as helm install --create-namespace)")
+		Expect(suite.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operatorNamespace}})).To(Succeed())
+	}
 	Expect(applyObjects(ctx, suite.c, apply)).To(Succeed())
 
 	By("preparing the decider, the manager (controllers) and the webhooks as separate processes")

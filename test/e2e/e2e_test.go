@@ -48,6 +48,18 @@ spec:
 // shellSafetyRule is the policy_id of a decision made by the shell-safety sample's deny rule.
 const shellSafetyRule = "system.command.execute.v1#no-destructive-or-privileged-commands"
 
+// userOf is the user name of the suite's manager, decider or agent ServiceAccount.
+func userOf(who string) string {
+	switch who {
+	case "manager":
+		return serviceAccountUser(operatorNamespace, suite.manager.serviceAccount)
+	case "decider":
+		return serviceAccountUser(operatorNamespace, suite.decider.serviceAccount)
+	default:
+		return serviceAccountUser(agentsNamespace, agentSA)
+	}
+}
+
 // get reads the object of gvk agents/name from the API server as admin.
 func get(ctx context.Context, gvk schema.GroupVersionKind, name string) *unstructured.Unstructured {
 	GinkgoHelper()
@@ -327,12 +339,15 @@ spec:
 	})
 
 	Describe("RBAC: each ServiceAccount can do what it needs and nothing it should not", func() {
-		manager := serviceAccountUser(operatorNamespace, managerSA)
-		decider := serviceAccountUser(operatorNamespace, deciderSA)
-		agent := serviceAccountUser(agentsNamespace, agentSA)
+		const (
+			manager = "manager"
+			decider = "decider"
+			agent   = "agent"
+		)
 
 		DescribeTable("SelfSubjectAccessReview as the ServiceAccount",
-			func(ctx SpecContext, user string, attrs authorizationAttributes, allowed bool) {
+			func(ctx SpecContext, who string, attrs authorizationAttributes, allowed bool) {
+				user := userOf(who)
 				got, err := canI(ctx, user, attrs)
 				Expect(err).NotTo(HaveOccurred())
 				Expect(got).To(Equal(allowed), "%s %+v", user, attrs)
@@ -363,11 +378,11 @@ spec:
 			By("the decider creating a GuardrailPolicy")
 			p, err := sampleObject("guardrails_v1alpha1_guardrailpolicy_allowlist.yaml", agentsNamespace)
 			Expect(err).NotTo(HaveOccurred())
-			err = clientAs(decider).Create(ctx, p)
+			err = clientAs(userOf(decider)).Create(ctx, p)
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
 
 			By("the decider reading a Secret")
-			err = clientAs(decider).Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "webhook-server-cert"}, &corev1.Secret{})
+			err = clientAs(userOf(decider)).Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "webhook-server-cert"}, &corev1.Secret{})
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
 
 			By("the decider overwriting a bundle ConfigMap")
@@ -376,13 +391,13 @@ spec:
 			Expect(cms.Items).NotTo(BeEmpty(), "the manager stored a bundle")
 			cm := cms.Items[0].DeepCopy()
 			cm.Data = map[string]string{"tampered": "true"}
-			err = clientAs(decider).Update(ctx, cm)
+			err = clientAs(userOf(decider)).Update(ctx, cm)
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
 
 			By("the manager rewriting a policy's spec")
 			gp := get(ctx, policyGVK, "git-no-pager")
 			Expect(unstructured.SetNestedField(gp.Object, int64(999), "spec", "priority")).To(Succeed())
-			err = clientAs(manager).Update(ctx, gp)
+			err = clientAs(userOf(manager)).Update(ctx, gp)
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
 		})
 
@@ -394,14 +409,14 @@ spec:
 	})
 
 	It("fails a decider whose Role lacks its rule on the bundle ConfigMaps (a deliberately removed RBAC rule)", func(ctx SpecContext) {
-		role := findObject(suite.objects, "Role", deciderRole)
-		Expect(role).NotTo(BeNil())
+		role, err := roleGranting(suite.objects, operatorNamespace, suite.decider.serviceAccount, "configmaps")
+		Expect(err).NotTo(HaveOccurred())
 		broken, err := withoutRule(role, "configmaps")
 		Expect(err).NotTo(HaveOccurred())
-		By("replacing Role " + deciderRole + " with one without its configmaps rule")
+		By("replacing Role " + role.GetName() + " with one without its configmaps rule")
 		applyRole(ctx, broken)
 		DeferCleanup(func(ctx SpecContext) { applyRole(ctx, role) })
-		decider := serviceAccountUser(operatorNamespace, deciderSA)
+		decider := userOf("decider")
 		Eventually(func() (bool, error) {
 			return canI(ctx, decider, attrs("list", "", "configmaps", operatorNamespace))
 		}).WithContext(ctx).WithTimeout(10*time.Second).Should(BeFalse(), "the API server's RBAC authorizer sees the new Role")

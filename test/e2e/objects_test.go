@@ -105,3 +105,35 @@ func withoutRule(obj *unstructured.Unstructured, resource string) (*unstructured
 	}
 	return out, nil
 }
+
+// roleGranting returns the Role of namespace ns bound (by a RoleBinding of the install objects) to
+// ServiceAccount ns/sa that has a rule on resource.
+func roleGranting(objs []*unstructured.Unstructured, ns, sa, resource string) (*unstructured.Unstructured, error) {
+	for _, b := range objs {
+		if b.GetKind() != "RoleBinding" || b.GetNamespace() != ns {
+			continue
+		}
+		subjects, _, _ := unstructured.NestedSlice(b.Object, "subjects")
+		bound := false
+		for _, s := range subjects {
+			m, ok := s.(map[string]any)
+			if ok && m["kind"] == "ServiceAccount" && m["name"] == sa && m["namespace"] == ns {
+				bound = true
+			}
+		}
+		kind, _, _ := unstructured.NestedString(b.Object, "roleRef", "kind")
+		name, _, _ := unstructured.NestedString(b.Object, "roleRef", "name")
+		if !bound || kind != "Role" {
+			continue
+		}
+		for _, r := range objs {
+			if r.GetKind() != "Role" || r.GetNamespace() != ns || r.GetName() != name {
+				continue
+			}
+			if _, err := withoutRule(r, resource); err == nil {
+				return r, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no Role of %s bound to ServiceAccount %s grants anything on %s", ns, sa, resource)
+}
