@@ -93,16 +93,19 @@ func deciderComponent() component {
 	return c
 }
 
-// managerComponent is `tollgate manager` as config/manager runs it (leader election included),
-// with the controllers only.
+// managerComponent is `tollgate manager` as config/manager runs it (leader election included,
+// secure metrics authorized through the API server), with the controllers only.
 func managerComponent() component {
 	GinkgoHelper()
 	probe, err := freeAddr()
 	Expect(err).NotTo(HaveOccurred())
+	metrics, err := freeAddr()
+	Expect(err).NotTo(HaveOccurred())
 	c := newComponent("manager", "manager", "--enable-webhooks=false",
-		"--health-probe-bind-address="+probe, "--metrics-bind-address=0")
+		"--health-probe-bind-address="+probe, "--metrics-bind-address="+metrics)
 	Expect(c.args).To(ContainElement("--leader-elect"))
 	c.probe = "http://" + probe + "/readyz"
+	c.metrics = "https://" + metrics + "/metrics"
 	return c
 }
 

@@ -63,6 +63,7 @@ type component struct {
 	args           []string
 	probe          string // URL answering 200 once ready
 	addr           string // the decider's host:port
+	metrics        string // the manager's secure metrics URL
 	proc           *process
 }
 

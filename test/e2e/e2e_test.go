@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -399,6 +400,33 @@ spec:
 			Expect(unstructured.SetNestedField(gp.Object, int64(999), "spec", "priority")).To(Succeed())
 			err = clientAs(userOf(manager)).Update(ctx, gp)
 			Expect(apierrors.IsForbidden(err)).To(BeTrue(), "want Forbidden, got %v", err)
+		})
+
+		It("serves the manager's metrics only to a ServiceAccount bound to the metrics reader role (TokenReview and SubjectAccessReview as the manager)", func(ctx SpecContext) {
+			reader, err := clusterRoleGranting(suite.objects, "/metrics")
+			Expect(err).NotTo(HaveOccurred())
+			By("binding ServiceAccount agents/scraper to ClusterRole " + reader)
+			Expect(suite.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: agentsNamespace, Name: "scraper"}})).To(Succeed())
+			Expect(suite.c.Create(ctx, &rbacv1.ClusterRoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Name: "e2e-scraper"},
+				RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: reader},
+				Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: agentsNamespace, Name: "scraper"}},
+			})).To(Succeed())
+			scrape := func(sa string) (int, string) {
+				tr, err := suite.cs.CoreV1().ServiceAccounts(agentsNamespace).CreateToken(ctx, sa,
+					&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+				Expect(err).NotTo(HaveOccurred())
+				return getWithToken(ctx, suite.manager.metrics, tr.Status.Token)
+			}
+			By("scraping as agents/scraper: 200")
+			Eventually(func(g Gomega) {
+				status, body := scrape("scraper")
+				g.Expect(status).To(Equal(http.StatusOK), body)
+				g.Expect(body).To(ContainSubstring("controller_runtime_reconcile_total"))
+			}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+			By("scraping as agents/other: 403")
+			status, body := scrape("other")
+			Expect(status).To(Equal(http.StatusForbidden), body)
 		})
 
 		It("left no permission error in any process's output", func() {

@@ -137,3 +137,26 @@ func roleGranting(objs []*unstructured.Unstructured, ns, sa, resource string) (*
 	}
 	return nil, fmt.Errorf("no Role of %s bound to ServiceAccount %s grants anything on %s", ns, sa, resource)
 }
+
+// clusterRoleGranting returns the name of the ClusterRole of the install objects that grants get on
+// the non-resource URL path.
+func clusterRoleGranting(objs []*unstructured.Unstructured, path string) (string, error) {
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		rules, _, _ := unstructured.NestedSlice(o.Object, "rules")
+		for _, r := range rules {
+			rule, ok := r.(map[string]any)
+			if !ok {
+				continue
+			}
+			urls, _, _ := unstructured.NestedStringSlice(rule, "nonResourceURLs")
+			verbs, _, _ := unstructured.NestedStringSlice(rule, "verbs")
+			if slices.Contains(urls, path) && slices.Contains(verbs, "get") {
+				return o.GetName(), nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no ClusterRole of the install objects grants get on %s", path)
+}
