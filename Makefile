@@ -35,6 +35,7 @@ help: ## Display this help.
 .PHONY: manifests
 manifests: controller-gen ## Generate CRDs, RBAC and webhook manifests from the markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	cp config/crd/bases/*.yaml charts/tollgate/crds/
 
 .PHONY: generate
 generate: controller-gen ## Generate DeepCopy methods.
@@ -51,6 +52,10 @@ vet: ## Run go vet.
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
+
+.PHONY: helm-lint
+helm-lint: ## Lint charts/tollgate as helm lint --strict does, with Helm's Go packages (no helm binary).
+	go run ./hack/helmlint charts/tollgate
 
 .PHONY: envtest
 envtest: ## Build (once) the envtest kube-apiserver and etcd into bin/k8s.
@@ -75,9 +80,9 @@ test-typescript: ## The TypeScript SDK and its adapters against a real tollgate 
 
 .PHONY: verify
 verify: manifests generate ## Fail when generated files drift from the types.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config charts/tollgate/crds)" ]; then \
 		echo "generated files are out of date; run 'make manifests generate' and commit:"; \
-		git status --porcelain -- api config; git --no-pager diff -- api config | head -50; exit 1; fi
+		git status --porcelain -- api config charts/tollgate/crds; git --no-pager diff -- api config charts/tollgate/crds | head -50; exit 1; fi
 
 # BENCH_FLAGS are passed to the benchmark, e.g. BENCH_FLAGS="-readme README.md" to rewrite the README's
 # performance section, or "-runs 3 -only engine,http" (go run ./bench/cmd/bench -h lists them).
