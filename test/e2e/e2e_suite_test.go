@@ -75,7 +75,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(err).NotTo(HaveOccurred())
 
 	By("rendering the install objects: " + installSource)
-	suite.objects, err = installObjects(suite.root)
+	suite.objects, err = installObjects()
 	Expect(err).NotTo(HaveOccurred())
 
 	By("building bin/tollgate (go build ./cmd/tollgate)")

@@ -2,39 +2,31 @@ package e2e
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/kustomize/api/krusty"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/tollgate-dev/tollgate/internal/chartrender"
 )
 
 // installSource names where the install objects come from (printed by the suite).
-const installSource = "kustomize build config/default"
+const installSource = "the Helm chart charts/tollgate (webhook.certificates.provider=cert-manager)"
 
-// installObjects renders the objects an operator installs: today config/default through kustomize's
-// Go API (krusty, the library behind `kustomize build`). It is the suite's one source of install
-// objects; everything the suite grants its processes comes from here.
-func installObjects(root string) ([]*unstructured.Unstructured, error) {
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	resources, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(root, "config", "default"))
+// installObjects renders the objects an operator installs: the Helm chart charts/tollgate, rendered
+// by Helm's Go packages (internal/chartrender, as `helm template --include-crds` does) as release
+// "tollgate" in the operator namespace. It is the suite's one source of install objects; everything
+// the suite grants its processes comes from here. The webhook certificate comes from cert-manager
+// in these values; the suite generates it instead (cert-manager's objects are not applied).
+func installObjects() ([]*unstructured.Unstructured, error) {
+	objs, err := chartrender.Render(chartrender.Options{
+		Namespace:   operatorNamespace,
+		Set:         []string{"webhook.certificates.provider=cert-manager"},
+		APIVersions: []string{"cert-manager.io/v1"},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("kustomize build config/default: %w", err)
+		return nil, fmt.Errorf("rendering charts/tollgate: %w", err)
 	}
-	var out []*unstructured.Unstructured
-	for _, r := range resources.Resources() {
-		data, err := r.MarshalJSON()
-		if err != nil {
-			return nil, fmt.Errorf("kustomize build config/default: %s: %w", r.CurId(), err)
-		}
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(data); err != nil {
-			return nil, fmt.Errorf("kustomize build config/default: %s: %w", r.CurId(), err)
-		}
-		out = append(out, obj)
-	}
-	return out, nil
+	return objs, nil
 }
 
 // skippedKinds are install objects the suite does not apply: the suite runs the workloads itself as
