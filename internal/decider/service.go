@@ -23,6 +23,7 @@ type Service struct {
 	store     *Store
 	defaultNS string
 	log       *DecisionLog
+	reporter  *Reporter
 
 	decisions *prometheus.CounterVec
 	latency   prometheus.Histogram
@@ -40,6 +41,8 @@ type ServiceOptions struct {
 	DefaultNamespace string
 	// DecisionLog receives one record per decision; nil disables it. Close closes it.
 	DecisionLog *DecisionLog
+	// Reporter counts every decision for the replica's DeciderReport; nil disables it.
+	Reporter *Reporter
 }
 
 // NewService returns a service deciding from store's snapshots.
@@ -48,6 +51,7 @@ func NewService(store *Store, opts ServiceOptions) *Service {
 		store:     store,
 		defaultNS: opts.DefaultNamespace,
 		log:       opts.DecisionLog,
+		reporter:  opts.Reporter,
 		idPrefix:  randomPrefix(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_decisions_total",
@@ -186,6 +190,7 @@ func (s *Service) record(d *policy.Decision, req *policy.Request, caller *Caller
 	s.decisions.WithLabelValues(closedLabel(outcomeLabels, d.Decision), closedLabel(codeLabels, code),
 		s.store.policyLabel(d.PolicyID)).Inc()
 	s.latency.Observe(elapsed.Seconds())
+	s.reporter.count(snap, d, req)
 	l := s.log
 	if l == nil {
 		return
