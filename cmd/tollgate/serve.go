@@ -38,10 +38,12 @@ type serveCommand struct {
 	tokenFile        string
 	kube             kubeOptions
 	tokenReview      tokenReviewOptions
+	counters         counterStoreOptions
 }
 
 func newServeCommand() command {
 	return &serveCommand{
+		counters:    newCounterStoreOptions(),
 		listen:      listenOptions{addr: "127.0.0.1:8080"},
 		watch:       true,
 		log:         logOptions{format: logFormatText},
@@ -63,6 +65,7 @@ func (c *serveCommand) BindFlags(flags *flag.FlagSet) {
 		"subject system:serviceaccount:<ns>:<name> or a ServiceAccount name); re-read on change and on SIGHUP")
 	c.kube.BindFlags(flags, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
 	c.tokenReview.BindFlags(flags)
+	c.counters.BindFlags(flags)
 	deprecatedAliases(flags,
 		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
 }
@@ -82,7 +85,12 @@ func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error
 	if err != nil {
 		return err
 	}
-	store := decider.NewStore()
+	counterStore, closeCounters, err := c.counters.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCounters()
+	store := decider.NewStore(counterStore)
 	fl := &fileLoader{paths: files, store: store, log: log}
 	if err := fl.reload(); err != nil {
 		return err

@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tollgate-dev/tollgate/internal/counters"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 	"github.com/tollgate-dev/tollgate/internal/testenv"
 )
@@ -771,6 +772,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{"Error", reflect.TypeFor[errorBody]()},
 		{"Status", reflect.TypeFor[Status]()},
 		{"NamespaceStatus", reflect.TypeFor[NamespaceStatus]()},
+		{"CounterStoreStatus", reflect.TypeFor[counters.Status]()},
 	} {
 		if got, want := schemaProperties(t, c, tc.schema), jsonFields(tc.typ); !slices.Equal(got, want) {
 			t.Errorf("schema %s has properties %v; %v has JSON fields %v", tc.schema, got, tc.typ, want)
