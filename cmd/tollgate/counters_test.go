@@ -108,8 +108,24 @@ func TestServeSharedCounters(t *testing.T) {
 		bases[i] = base
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
+	checkExactlyN(t, client, bases)
+	checkBudgetAcross(t, client, bases)
+	if st := counterStatus(t, bases[0]); st["backend"] != "redis" || st["shared"] != true || st["up"] != true {
+		t.Fatalf("/v1/status counters = %v", st)
+	}
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	checkRedisDown(t, client, bases)
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	checkRedisBack(t, client, bases)
+}
 
-	// 40 concurrent lookups, alternating between the deciders: exactly 10 allowed.
+// checkExactlyN: 40 concurrent lookups, alternating between the deciders: exactly 10 allowed.
+func checkExactlyN(t *testing.T, client *http.Client, bases [2]string) {
+	t.Helper()
 	var mu sync.Mutex
 	codes := map[string]int{}
 	var wg sync.WaitGroup
@@ -129,8 +145,12 @@ func TestServeSharedCounters(t *testing.T) {
 	if codes["oap.allowed"] != 10 || codes["oap.rate_limit_exceeded"] != 30 {
 		t.Fatalf("codes across two deciders = %v, want exactly 10 allowed and 30 oap.rate_limit_exceeded", codes)
 	}
+}
 
-	// The budget across both deciders: a retried call_id counts once, different ones add up.
+// checkBudgetAcross: the budget across both deciders: a retried call_id counts once, different
+// ones add up.
+func checkBudgetAcross(t *testing.T, client *http.Client, bases [2]string) {
+	t.Helper()
 	steps := []struct {
 		decider      int
 		callID, body string
@@ -152,14 +172,12 @@ func TestServeSharedCounters(t *testing.T) {
 			t.Fatalf("refund step %d: %s, want %s", i, code, st.want)
 		}
 	}
-	if st := counterStatus(t, bases[0]); st["backend"] != "redis" || st["shared"] != true || st["up"] != true {
-		t.Fatalf("/v1/status counters = %v", st)
-	}
+}
 
-	// Redis stops: Closed denies with oap.evaluator_error, Open allows; status and metrics say so.
-	if err := srv.Stop(); err != nil {
-		t.Fatal(err)
-	}
+// checkRedisDown: with Redis stopped, Closed denies with oap.evaluator_error and Open allows;
+// status and metrics say so.
+func checkRedisDown(t *testing.T, client *http.Client, bases [2]string) {
+	t.Helper()
 	for _, base := range bases {
 		start := time.Now()
 		code, err := decideCode(client, base, "refund", "r-5", `{"amount":1}`)
@@ -191,11 +209,11 @@ func TestServeSharedCounters(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// Redis is back (empty: no persistence): counting resumes on both deciders.
-	if err := srv.Restart(); err != nil {
-		t.Fatal(err)
-	}
+// checkRedisBack: Redis is back (empty: no persistence) and counting resumes on both deciders.
+func checkRedisBack(t *testing.T, client *http.Client, bases [2]string) {
+	t.Helper()
 	// Each decider finds it back at its next trial (a budget call of amount 0 spends nothing).
 	for i, base := range bases {
 		deadline := time.Now().Add(10 * time.Second)
