@@ -104,6 +104,9 @@ func TestBudgetDecisions(t *testing.T) {
 				if d.Reasons[0].Code != st.code || !strings.Contains(d.Reasons[0].Message, st.msg) {
 					t.Fatalf("step %d: got %v, want %s %q", i, d.Reasons, st.code, st.msg)
 				}
+				if counted := tc.name != "other tools are not counted"; counted != (d.ExpiresIn == 0) {
+					t.Errorf("step %d: expires_in = %d; a decision that counts is not cacheable, one that does not is", i, d.ExpiresIn)
+				}
 				if st.code != CodeAllowed && d.PolicyID != "agents/spend#daily" {
 					t.Errorf("step %d: policy_id = %q", i, d.PolicyID)
 				}

@@ -65,14 +65,17 @@ func needsCounters(set *policySet, req *Request) bool {
 // takeCounters counts a call the policies let through against every rate limit and budget of the
 // applicable policies covering its tool, in one CounterStore call (none when no limit covers it).
 // input is the call's input as it will run (after modify rules). It reports the first exceeded
-// limit of an enforcing policy; DryRun and Warn policies' results are recorded in d. A store
-// failure is each policy's failurePolicy's to decide: Closed denies with oap.evaluator_error, Open
-// skips the policy's counters with a warning.
+// limit of an enforcing policy; DryRun and Warn policies' results are recorded in d, whose
+// expires_in becomes 0 (a decision that counted is not cacheable). A store failure is each
+// policy's failurePolicy's to decide: Closed denies with oap.evaluator_error, Open skips the
+// policy's counters with a warning.
 func (s *Snapshot) takeCounters(ctx context.Context, d *Decision, tc *toolCall, input map[string]any) (outcome, bool) {
 	set, p, req := tc.p.set, tc.p, tc.req
 	if !needsCounters(set, req) {
 		return outcome{}, false
 	}
+	// The answer depends on counters: a cached allow would skip counting the next call.
+	d.ExpiresIn = 0
 	var opsBuf [4]CounterOp
 	var srcBuf [4]opSource
 	ops, srcs := opsBuf[:0], srcBuf[:0]
