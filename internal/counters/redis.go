@@ -156,11 +156,15 @@ func (r *Redis) Apply(ctx context.Context, _ time.Time, ops []policy.CounterOp, 
 		}
 		args = append(args, kind, op.Limit, op.Window.Microseconds(), op.Amount, req, hasIdem)
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	callCtx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	out, err := takeScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	out, err := takeScript.Run(callCtx, r.client, keys, args...).Int64Slice()
 	if err == nil && len(out) != 3*len(ops) {
 		err = fmt.Errorf("script answered %d values for %d counters", len(out), len(ops))
+	}
+	if err != nil && ctx.Err() != nil {
+		// The caller gave up (client gone, request deadline): not the store's failure.
+		return fmt.Errorf("counter store %s: %w", r.addr, ctx.Err())
 	}
 	r.observe(err)
 	if err != nil {

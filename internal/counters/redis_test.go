@@ -260,3 +260,21 @@ func TestRedisURL(t *testing.T) {
 		t.Errorf("status = %+v", st)
 	}
 }
+
+// TestRedisCallerGone: a call whose caller already gave up fails without marking the store down.
+func TestRedisCallerGone(t *testing.T) {
+	srv := testredis.Start(t)
+	r := newRedis(t, srv, time.Second)
+	if err := r.Ping(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	res := make([]policy.CounterResult, 1)
+	if err := r.Apply(ctx, time.Now(), []policy.CounterOp{rate("ns/p/rl\x00x", 1, time.Hour)}, res); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Apply with a canceled context: %v", err)
+	}
+	if st := r.Status(); !st.Up || st.Errors != 0 {
+		t.Fatalf("status after a caller gave up = %+v, want up with no errors", st)
+	}
+}
