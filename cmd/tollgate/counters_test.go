@@ -187,7 +187,7 @@ func checkRedisDown(t *testing.T, client *http.Client, bases [2]string) {
 		if code != "oap.evaluator_error" {
 			t.Fatalf("refund with Redis down (failurePolicy Closed): %s, want oap.evaluator_error", code)
 		}
-		if d := time.Since(start); d > time.Second {
+		if d := time.Since(start); d > 3*time.Second { // the timeout is 50ms; go-redis's defaults would wait 5s per dial, 5 times
 			t.Errorf("a decision with Redis down took %s", d)
 		}
 		for i := range 5 { // more than the limit of 3: not counted while the store is down
