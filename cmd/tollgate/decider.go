@@ -40,7 +40,7 @@ func newDeciderCommand() command {
 		log:             logOptions{format: logFormatJSON},
 		report:          newReportOptions(),
 		engine: engineOptions{
-			decisionTTL: policy.DefaultDecisionTTL, rateLimiterKeys: policy.DefaultRateLimiterKeys,
+			decisionTTL: policy.DefaultDecisionTTL, counters: newCounterStoreOptions(),
 			evaluatorFailures: 5, evaluatorOpenFor: 10 * time.Second,
 		},
 		http: httpOptions{
@@ -84,7 +84,11 @@ func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 	if err != nil {
 		return err
 	}
-	store := c.engine.newStore()
+	store, closeCounters, err := c.engine.newStore(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCounters()
 	opts := c.serverOptions(cs, log, cio)
 	if opts.Signer, err = c.signing.signer(); err != nil {
 		return err
@@ -128,30 +132,38 @@ func (c *deciderCommand) serve(ctx context.Context, srv *decider.Server, cs kube
 // engineOptions configure how the decider compiles and evaluates bundles.
 type engineOptions struct {
 	decisionTTL       time.Duration
-	rateLimiterKeys   int
+	counters          counterStoreOptions
 	evaluatorFailures int
 	evaluatorOpenFor  time.Duration
 }
 
-// BindFlags registers --decision-ttl, --rate-limiter-keys and the external evaluators' circuit flags.
+// BindFlags registers --decision-ttl, --rate-limiter-keys, the counter-store flags and the external
+// evaluators' circuit flags.
 func (o *engineOptions) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.decisionTTL, "decision-ttl", o.decisionTTL, "expires_in of decisions")
-	fs.IntVar(&o.rateLimiterKeys, "rate-limiter-keys", o.rateLimiterKeys, "maximum number of rate-limit counters")
+	fs.IntVar(&o.counters.memoryKeys, "rate-limiter-keys", o.counters.memoryKeys,
+		"maximum number of rate-limit and budget counters kept in memory (without --counter-store)")
+	o.counters.BindFlags(fs)
 	fs.IntVar(&o.evaluatorFailures, "evaluator-failure-threshold", o.evaluatorFailures,
 		"consecutive failures that open an external evaluator's circuit")
 	fs.DurationVar(&o.evaluatorOpenFor, "evaluator-open-for", o.evaluatorOpenFor,
 		"how long an open circuit fails calls before a trial call")
 }
 
-// newStore returns an empty store compiling with these options.
-func (o *engineOptions) newStore() *decider.Store {
+// newStore returns an empty store compiling with these options, and a function closing its
+// counter store.
+func (o *engineOptions) newStore(ctx context.Context, log *slog.Logger) (*decider.Store, func(), error) {
+	counterStore, closeCounters, err := o.counters.open(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	return decider.NewStore(
-		decider.WithStoreRateLimiter(policy.NewRateLimiter(o.rateLimiterKeys)),
+		counterStore,
 		decider.WithEvaluatorPool(decider.NewEvaluatorPool(decider.EvaluatorConfig{
 			FailureThreshold: o.evaluatorFailures, OpenFor: o.evaluatorOpenFor,
 		})),
 		decider.WithCompileOptions(policy.WithDecisionTTL(o.decisionTTL)),
-	)
+	), closeCounters, nil
 }
 
 // httpOptions are the decision server's HTTP limits and timeouts.

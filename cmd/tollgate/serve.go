@@ -39,10 +39,12 @@ type serveCommand struct {
 	kube             kubeOptions
 	tokenReview      tokenReviewOptions
 	signing          signingOptions
+	counters         counterStoreOptions
 }
 
 func newServeCommand() command {
 	return &serveCommand{
+		counters:    newCounterStoreOptions(),
 		listen:      listenOptions{addr: "127.0.0.1:8080"},
 		watch:       true,
 		log:         logOptions{format: logFormatText},
@@ -65,6 +67,7 @@ func (c *serveCommand) BindFlags(flags *flag.FlagSet) {
 	c.kube.BindFlags(flags, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
 	c.tokenReview.BindFlags(flags)
 	c.signing.BindFlags(flags)
+	c.counters.BindFlags(flags)
 	deprecatedAliases(flags,
 		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
 }
@@ -88,7 +91,12 @@ func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error
 	if err != nil {
 		return err
 	}
-	store := decider.NewStore()
+	counterStore, closeCounters, err := c.counters.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCounters()
+	store := decider.NewStore(counterStore)
 	fl := &fileLoader{paths: files, store: store, log: log}
 	if err := fl.reload(); err != nil {
 		return err

@@ -57,6 +57,9 @@ func fullPolicy() *v1.GuardrailPolicy {
 				Code: "oap.requirement_failed", Message: "too many arguments"}},
 			RateLimits: []v1.RateLimit{{Name: "slow", Tools: []string{"bash"}, Limit: 5,
 				Window: metav1.Duration{Duration: time.Minute}, Per: "Thread"}},
+			Budgets: []v1.Budget{{Name: "spend", Tools: []string{"pay_*"}, Field: "payment.amount", Max: 50_000,
+				LimitKey: "max_amount_per_day", Period: &metav1.Duration{Duration: time.Hour}, Per: "Thread",
+				IdempotencyField: "idempotency_key"}},
 			InputGuards: &v1.InputGuards{
 				BlockThreshold:         "MEDIUM",
 				DisableDefaultPatterns: true,
@@ -555,6 +558,8 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 			"spec.defaultAction":                      policy.DefaultDefaultAction,
 			"spec.priority":                           float64(policy.DefaultPriority),
 			"spec.rateLimits[].per":                   policy.DefaultRateLimitPer,
+			"spec.budgets[].per":                      policy.DefaultBudgetPer,
+			"spec.budgets[].period":                   policy.DefaultBudgetPeriod.String(),
 			"spec.inputGuards.blockThreshold":         policy.DefaultBlockThreshold,
 			"spec.inputGuards.patterns[].riskType":    policy.DefaultInputRiskType,
 			"spec.responseGuards.blockThreshold":      policy.DefaultBlockThreshold,
@@ -572,6 +577,7 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 	// Documents with every defaultable field empty, as the defaulters leave them.
 	bare := &v1.GuardrailPolicy{Spec: v1.GuardrailPolicySpec{
 		RateLimits:        []v1.RateLimit{{Name: "r"}},
+		Budgets:           []v1.Budget{{Name: "b"}},
 		InputGuards:       &v1.InputGuards{Patterns: []v1.InputPattern{{Name: "p"}}},
 		ResponseGuards:    &v1.ResponseGuards{Patterns: []v1.OutputPattern{{Name: "p"}}},
 		ExternalEvaluator: &v1.ExternalEvaluator{URL: "https://x"},

@@ -67,6 +67,13 @@ var (
 		"When the served snapshot of a namespace was loaded (Unix time).", []string{"namespace"}, nil)
 	descSnapshots = prometheus.NewDesc("tollgate_bundles_loaded",
 		"Namespaces with a loaded snapshot.", nil, nil)
+	descCounterUp = prometheus.NewDesc("tollgate_counter_store_up",
+		"1 while the rate-limit and budget counter store answers (always 1 for the in-memory store).",
+		[]string{"backend"}, nil)
+	descCounterCalls = prometheus.NewDesc("tollgate_counter_store_calls_total",
+		"Counter-store calls: decisions that needed rate-limit or budget counters.", []string{"backend"}, nil)
+	descCounterErrors = prometheus.NewDesc("tollgate_counter_store_errors_total",
+		"Counter-store calls that failed (each policy's failurePolicy decided the call).", []string{"backend"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -76,11 +83,24 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBundleError
 	ch <- descBundleLoadedAt
 	ch <- descSnapshots
+	ch <- descCounterUp
+	ch <- descCounterCalls
+	ch <- descCounterErrors
 }
 
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, descSnapshots, prometheus.GaugeValue, float64(c.store.Len()))
+	cs := c.store.CounterStatus()
+	up := 0.0
+	if cs.Up {
+		up = 1
+	}
+	emit(ch, descCounterUp, prometheus.GaugeValue, up, cs.Backend)
+	emit(ch, descCounterErrors, prometheus.CounterValue, float64(cs.Errors), cs.Backend)
+	if cs.Shared {
+		emit(ch, descCounterCalls, prometheus.CounterValue, float64(cs.Calls), cs.Backend)
+	}
 	for _, st := range c.store.Status() {
 		emit(ch, descBundleLoadErrors, prometheus.CounterValue, float64(st.ErrorCount), st.Namespace)
 		failing := 0.0

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tollgate-dev/tollgate/internal/counters"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
@@ -308,6 +309,8 @@ type Status struct {
 	Authentication bool `json:"authentication"`
 	// DecisionLog reports the decision log's counters (absent when it is off).
 	DecisionLog *DecisionLogStatus `json:"decision_log,omitempty"`
+	// Counters reports where rate-limit and budget counters live and whether that store answers.
+	Counters counters.Status `json:"counters"`
 }
 
 // DecisionLogStatus reports the decision log's counters.
@@ -322,6 +325,7 @@ func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 		Namespaces:     s.store.Status(),
 		LoadErrors:     s.store.LoadErrors(),
 		Authentication: s.opts.Authenticator != nil,
+		Counters:       s.store.CounterStatus(),
 	}
 	if l := s.svc.log; l != nil {
 		st.DecisionLog = &DecisionLogStatus{Written: l.Written(), Dropped: l.Dropped()}

@@ -89,6 +89,7 @@ type cPolicy struct {
 	globRules    []int32            // rules with wildcard tools, in order
 	requires     []cRequire
 	rateLimits   []cRateLimit
+	budgets      []cBudget
 	toolCaps     []cToolCap
 	input        cGuards     // input guards: text entering the model's context
 	inputHooks   hookSet     // the hooks the input guards screen at
@@ -122,6 +123,7 @@ func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*c
 	cp.compileRules(x, spec)
 	cp.compileRequires(x, spec)
 	cp.compileRateLimits(&e, namespace, name, spec)
+	cp.compileBudgets(&e, namespace, name, spec)
 	cp.compileGuards(&e, cc, spec)
 	cp.compileEvaluator(&e, spec.ExternalEvaluator)
 	return cp, e.list
@@ -587,7 +589,7 @@ type Snapshot struct {
 	clock     func() time.Time
 	ttl       time.Duration
 	deadline  time.Duration // evaluation deadline of one decision
-	limiter   *RateLimiter
+	counters  CounterStore
 	idPrefix  string
 	seq       atomic.Uint64
 
@@ -618,8 +620,8 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	if o.clock == nil {
 		o.clock = time.Now
 	}
-	if o.limiter == nil {
-		o.limiter = NewRateLimiter(DefaultRateLimiterKeys)
+	if o.counters == nil {
+		o.counters = NewMemoryCounters(DefaultCounterKeys)
 	}
 	var bundleErrs errs
 	if b.Version != "" && b.Version != BundleVersion {
@@ -641,7 +643,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		clock:     o.clock,
 		ttl:       o.ttl,
 		deadline:  o.deadline,
-		limiter:   o.limiter,
+		counters:  o.counters,
 		idPrefix:  newIDPrefix(),
 		passports: make(map[string]*cPassport, len(b.Passports)),
 		byAgentID: make(map[string]*cPassport, len(b.Passports)),

@@ -183,6 +183,8 @@ type PolicySpec struct {
 	Requires []Requirement `json:"requires,omitempty"`
 	// RateLimits cap how often matching tools may be called.
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// Budgets cap the sum of a numeric argument of matching tools per period (see Budget).
+	Budgets []Budget `json:"budgets,omitempty"`
 	// InputGuards screen user messages before LLM calls.
 	InputGuards *InputGuards `json:"inputGuards,omitempty"`
 	// ResponseGuards screen LLM responses for safety terminations.
