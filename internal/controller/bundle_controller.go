@@ -80,7 +80,11 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			return ctrl.Result{}, fmt.Errorf("deleting the bundle of %s: %w", ns, err)
 		}
 		r.writes.Add(1)
-		r.state.put(ns, namespaceRecord{empty: true})
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			r.state.forget(ns) // the namespace is gone: nothing to remember
+		} else {
+			r.state.put(ns, namespaceRecord{empty: true})
+		}
 		r.validations.forgetNamespace(ns)
 		r.notifyClusterPolicies(ctx, prev.policies)
 		log.V(1).Info("deleted bundle: the namespace has no passports or policies left")
