@@ -322,10 +322,10 @@ func (l *fileLoader) reload() error {
 	l.loaded = loaded
 	policies, passports := 0, 0
 	for _, o := range set.Objects {
-		if o.Policy != nil {
-			policies++
-		} else {
+		if o.Passport != nil {
 			passports++
+		} else {
+			policies++
 		}
 	}
 	l.log.Info("loaded manifests", "files", len(set.Files), "policies", policies, "passports", passports,

@@ -245,6 +245,19 @@ func TestSamplesConvertLosslessly(t *testing.T) {
 					t.Fatal(err)
 				}
 				apiSpec, engineSpec = p.Spec, out.Spec
+			case "ClusterGuardrailPolicy":
+				var p v1.ClusterGuardrailPolicy
+				if err := yaml.UnmarshalStrict(data, &p); err != nil {
+					t.Fatal(err)
+				}
+				out, err := convert.ClusterPolicy(&p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Name != "cluster/"+p.Name || !out.ClusterScoped || out.Namespace != "" {
+					t.Errorf("cluster policy %s converts to name %q, clusterScoped %v, namespace %q", p.Name, out.Name, out.ClusterScoped, out.Namespace)
+				}
+				apiSpec, engineSpec = p.Spec.GuardrailPolicySpec, out.Spec
 			default:
 				t.Fatalf("unexpected kind %q", meta.Kind)
 			}

@@ -79,6 +79,7 @@ type cToolCap struct {
 type cPolicy struct {
 	name         string
 	id           string
+	cluster      bool // a ClusterGuardrailPolicy (Policy.ClusterScoped)
 	enforcement  int
 	failOpen     bool
 	defaultDeny  bool
@@ -110,14 +111,19 @@ func ValidatePolicy(p PolicySpec) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{invalidField("spec", err.Error())}
 	}
-	_, fe := compilePolicy(cc, "", "", p)
+	_, fe := compilePolicy(cc, "", "", p, false)
 	return fe
 }
 
 // compilePolicy validates and compiles spec; errors have paths relative to the object ("spec.…").
-func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*cPolicy, field.ErrorList) {
+func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec, cluster bool) (*cPolicy, field.ErrorList) {
 	var e errs
-	cp := compileSettings(&e, namespace, name, spec)
+	idNamespace := namespace
+	if cluster {
+		idNamespace = "" // the default policy id of cluster/<name> is its name
+	}
+	cp := compileSettings(&e, idNamespace, name, spec)
+	cp.cluster = cluster
 	cp.compileToolCaps(&e, spec)
 	x := newExprCompiler(cc, &e)
 	cp.compileRules(x, spec)
@@ -436,7 +442,17 @@ type capGlob struct {
 
 func newPolicySet(policies []*cPolicy) *policySet {
 	ps := &policySet{policies: policies}
-	for order, p := range policies {
+	// Cluster policies' toolCapabilities come first (a namespace cannot remap a tool a cluster
+	// policy maps), then the namespace's, each group in evaluation order.
+	ordered := make([]*cPolicy, 0, len(policies))
+	for _, cluster := range []bool{true, false} {
+		for _, p := range policies {
+			if p.cluster == cluster {
+				ordered = append(ordered, p)
+			}
+		}
+	}
+	for order, p := range ordered {
 		for _, tc := range p.toolCaps {
 			if tc.glob.exact {
 				if ps.capExact == nil {
@@ -664,7 +680,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		if ns == "" {
 			ns = b.Namespace
 		}
-		cp, fe := compilePolicy(cc, ns, p.Name, p.Spec)
+		cp, fe := compilePolicy(cc, ns, p.Name, p.Spec, p.ClusterScoped)
 		e.list = append(e.list, fe...)
 		report(KindPolicy, p.Name, i, e)
 
@@ -676,6 +692,10 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		policies = append(policies, cp)
 	}
 	sort.SliceStable(policies, func(i, j int) bool {
+		// Cluster policies last: they judge the input the namespace's policies leave.
+		if policies[i].cluster != policies[j].cluster {
+			return policies[j].cluster
+		}
 		if policies[i].priority != policies[j].priority {
 			return policies[i].priority > policies[j].priority
 		}

@@ -176,6 +176,13 @@ func record(d *Decision, enforcement int, out outcome) {
 
 // applies reports whether pol is evaluated for req (the OAP verify route restricts by policy id).
 func applies(pol *cPolicy, req *Request) bool {
+	return named(pol, req) || pol.cluster
+}
+
+// named reports whether the request evaluates pol by its policy id (or names none). Cluster
+// policies apply even when a request names another policy: a namespace's policy id is no way
+// around the cluster's baseline.
+func named(pol *cPolicy, req *Request) bool {
 	return req.PolicyID == "" || pol.id == req.PolicyID
 }
 
@@ -263,7 +270,9 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 		if !applies(pol, req) {
 			continue
 		}
-		evaluated++
+		if named(pol, req) {
+			evaluated++
+		}
 		out := pol.evalTool(ctx, tc, input)
 		if out.kind == outError {
 			if pol.failOpen {
