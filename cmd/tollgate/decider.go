@@ -28,6 +28,7 @@ type deciderCommand struct {
 	http             httpOptions
 	report           reportOptions
 	signing          signingOptions
+	tracing          tracingOptions
 }
 
 func newDeciderCommand() command {
@@ -36,7 +37,7 @@ func newDeciderCommand() command {
 		bundleNamespace: os.Getenv("POD_NAMESPACE"),
 		authentication:  true,
 		tokenReview:     newTokenReviewOptions(),
-		decisionLog:     decisionLogOptions{enabled: true, buffer: decider.DefaultLogBuffer},
+		decisionLog:     newDecisionLogOptions(true),
 		log:             logOptions{format: logFormatJSON},
 		report:          newReportOptions(),
 		engine: engineOptions{
@@ -48,6 +49,7 @@ func newDeciderCommand() command {
 			shutdown: decider.DefaultShutdownTimeout, read: decider.DefaultReadTimeout, write: decider.DefaultWriteTimeout,
 			idle: decider.DefaultIdleTimeout, readHeader: decider.DefaultReadHeaderTimeout,
 		},
+		tracing: tracingOptions{service: "tollgate-decider"},
 	}
 }
 
@@ -68,6 +70,7 @@ func (c *deciderCommand) BindFlags(fs *flag.FlagSet) {
 	c.http.BindFlags(fs)
 	c.report.BindFlags(fs)
 	c.signing.BindFlags(fs)
+	c.tracing.BindFlags(fs)
 }
 
 // Run serves decisions until ctx ends or the bundle watch fails.
@@ -89,7 +92,16 @@ func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 		return err
 	}
 	defer closeCounters()
-	opts := c.serverOptions(cs, log, cio)
+	tp, stopTracing, err := c.tracing.tracerProvider(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
+	opts, err := c.serverOptions(cs, log, cio)
+	if err != nil {
+		return err
+	}
+	opts.TracerProvider = tp
 	if opts.Signer, err = c.signing.signer(); err != nil {
 		return err
 	}
@@ -103,7 +115,7 @@ func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 }
 
 // serverOptions are the decision server's options: limits, authentication, decision log.
-func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger, cio *cmdIO) decider.Options {
+func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger, cio *cmdIO) (decider.Options, error) {
 	opts := decider.Options{DefaultNamespace: c.defaultNamespace, Logger: log}
 	c.http.apply(&opts)
 	if c.authentication {
@@ -111,8 +123,12 @@ func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger
 	} else {
 		log.Warn("authentication is off: any caller may present any passport")
 	}
-	opts.DecisionLog = c.decisionLog.open(cio.stdout)
-	return opts
+	dlog, err := c.decisionLog.open(cio.stdout, "stdout", log)
+	if err != nil {
+		return opts, err
+	}
+	opts.DecisionLog = dlog
+	return opts, nil
 }
 
 // serve runs the HTTP server and the bundle watch together: either ending stops the other.

@@ -40,6 +40,7 @@ type serveCommand struct {
 	tokenReview      tokenReviewOptions
 	signing          signingOptions
 	counters         counterStoreOptions
+	tracing          tracingOptions
 }
 
 func newServeCommand() command {
@@ -48,8 +49,9 @@ func newServeCommand() command {
 		listen:      listenOptions{addr: "127.0.0.1:8080"},
 		watch:       true,
 		log:         logOptions{format: logFormatText},
-		decisionLog: decisionLogOptions{buffer: decider.DefaultLogBuffer},
+		decisionLog: newDecisionLogOptions(false),
 		tokenReview: newTokenReviewOptions(),
+		tracing:     tracingOptions{service: "tollgate-serve"},
 	}
 }
 
@@ -68,6 +70,7 @@ func (c *serveCommand) BindFlags(flags *flag.FlagSet) {
 	c.tokenReview.BindFlags(flags)
 	c.signing.BindFlags(flags)
 	c.counters.BindFlags(flags)
+	c.tracing.BindFlags(flags)
 	deprecatedAliases(flags,
 		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
 }
@@ -101,9 +104,18 @@ func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error
 	if err := fl.reload(); err != nil {
 		return err
 	}
+	tp, stopTracing, err := c.tracing.tracerProvider(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
+	dlog, err := c.decisionLog.open(cio.stderr, "stderr", log)
+	if err != nil {
+		return err
+	}
 	srv := decider.NewServer(store, decider.Options{
 		DefaultNamespace: c.defaultNamespace, Logger: log, SeparateMetrics: c.listen.metricsAddr != "",
-		Authenticator: auth.authenticator, DecisionLog: c.decisionLog.open(cio.stderr), Signer: signer,
+		Authenticator: auth.authenticator, DecisionLog: dlog, TracerProvider: tp, Signer: signer,
 	})
 	l, err := c.listeners(ctx)
 	if err != nil {

@@ -117,3 +117,32 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 }
+
+// logCollector reports the decision log's counters per sink at scrape time.
+type logCollector struct{ log *DecisionLog }
+
+var (
+	descLogDropped = prometheus.NewDesc("tollgate_decision_log_dropped_total",
+		"Decision-log records dropped, by sink: queue (the log's buffer was full, no sink got the record), "+
+			"stdout, stderr, file (a failed write), http (its buffer was full during an outage, or the receiver rejected a batch).",
+		[]string{"sink"}, nil)
+	descLogWritten = prometheus.NewDesc("tollgate_decision_log_written_total",
+		"Decision-log records written, by sink (http: delivered and acknowledged by the receiver).",
+		[]string{"sink"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLogDropped
+	ch <- descLogWritten
+}
+
+// Collect implements prometheus.Collector.
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.log.SinkStats() {
+		emit(ch, descLogDropped, prometheus.CounterValue, float64(st.Dropped), st.Name)
+		if st.Name != QueueSink {
+			emit(ch, descLogWritten, prometheus.CounterValue, float64(st.Written), st.Name)
+		}
+	}
+}
