@@ -67,6 +67,13 @@ var (
 		"When the served snapshot of a namespace was loaded (Unix time).", []string{"namespace"}, nil)
 	descSnapshots = prometheus.NewDesc("tollgate_bundles_loaded",
 		"Namespaces with a loaded snapshot.", nil, nil)
+	descCounterUp = prometheus.NewDesc("tollgate_counter_store_up",
+		"1 while the rate-limit and budget counter store answers (always 1 for the in-memory store).",
+		[]string{"backend"}, nil)
+	descCounterCalls = prometheus.NewDesc("tollgate_counter_store_calls_total",
+		"Counter-store calls: decisions that needed rate-limit or budget counters.", []string{"backend"}, nil)
+	descCounterErrors = prometheus.NewDesc("tollgate_counter_store_errors_total",
+		"Counter-store calls that failed (each policy's failurePolicy decided the call).", []string{"backend"}, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -76,11 +83,24 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBundleError
 	ch <- descBundleLoadedAt
 	ch <- descSnapshots
+	ch <- descCounterUp
+	ch <- descCounterCalls
+	ch <- descCounterErrors
 }
 
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, descSnapshots, prometheus.GaugeValue, float64(c.store.Len()))
+	cs := c.store.CounterStatus()
+	up := 0.0
+	if cs.Up {
+		up = 1
+	}
+	emit(ch, descCounterUp, prometheus.GaugeValue, up, cs.Backend)
+	emit(ch, descCounterErrors, prometheus.CounterValue, float64(cs.Errors), cs.Backend)
+	if cs.Shared {
+		emit(ch, descCounterCalls, prometheus.CounterValue, float64(cs.Calls), cs.Backend)
+	}
 	for _, st := range c.store.Status() {
 		emit(ch, descBundleLoadErrors, prometheus.CounterValue, float64(st.ErrorCount), st.Namespace)
 		failing := 0.0
@@ -94,6 +114,35 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 		if st.LoadedAt != nil {
 			emit(ch, descBundleLoadedAt, prometheus.GaugeValue,
 				float64(st.LoadedAt.UnixNano())/1e9, st.Namespace)
+		}
+	}
+}
+
+// logCollector reports the decision log's counters per sink at scrape time.
+type logCollector struct{ log *DecisionLog }
+
+var (
+	descLogDropped = prometheus.NewDesc("tollgate_decision_log_dropped_total",
+		"Decision-log records dropped, by sink: queue (the log's buffer was full, no sink got the record), "+
+			"stdout, stderr, file (a failed write), http (its buffer was full during an outage, or the receiver rejected a batch).",
+		[]string{"sink"}, nil)
+	descLogWritten = prometheus.NewDesc("tollgate_decision_log_written_total",
+		"Decision-log records written, by sink (http: delivered and acknowledged by the receiver).",
+		[]string{"sink"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLogDropped
+	ch <- descLogWritten
+}
+
+// Collect implements prometheus.Collector.
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.log.SinkStats() {
+		emit(ch, descLogDropped, prometheus.CounterValue, float64(st.Dropped), st.Name)
+		if st.Name != QueueSink {
+			emit(ch, descLogWritten, prometheus.CounterValue, float64(st.Written), st.Name)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/counters"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -23,7 +24,7 @@ import (
 // snapshots is an immutable map swapped atomically on every change. A bundle that fails to compile
 // never replaces a working snapshot; its error is recorded for /v1/status and the metrics.
 type Store struct {
-	limiter    *policy.RateLimiter
+	counters   policy.CounterStore
 	compile    []policy.Option
 	evaluators *EvaluatorPool
 
@@ -37,6 +38,10 @@ type Store struct {
 	status map[string]*nsStatus
 	loads  atomic.Uint64 // successful loads
 	errs   atomic.Uint64 // failed loads
+
+	// changed receives a value (without blocking) whenever the served snapshots change, for the
+	// Reporter to report a new revision early.
+	changed chan struct{}
 }
 
 // nsStatus is the load history of one namespace.
@@ -51,10 +56,25 @@ type nsStatus struct {
 // StoreOption configures a Store.
 type StoreOption func(*Store)
 
-// WithStoreRateLimiter makes every snapshot count rate limits in l (default: one limiter of
-// policy.DefaultRateLimiterKeys counters created by NewStore and shared by all snapshots).
-func WithStoreRateLimiter(l *policy.RateLimiter) StoreOption {
-	return func(s *Store) { s.limiter = l }
+// WithCounterStore makes every snapshot keep its rate-limit and budget counters in cs (default:
+// one policy.MemoryCounters of policy.DefaultCounterKeys counters created by NewStore and shared
+// by all snapshots, counting for this process only).
+func WithCounterStore(cs policy.CounterStore) StoreOption {
+	return func(s *Store) { s.counters = cs }
+}
+
+// counterStatuser is a counter store that reports its health (counters.Redis).
+type counterStatuser interface {
+	Status() counters.Status
+}
+
+// CounterStatus reports the counter store: memory (per replica, always up) or a shared store
+// and whether it answers.
+func (s *Store) CounterStatus() counters.Status {
+	if cs, ok := s.counters.(counterStatuser); ok {
+		return cs.Status()
+	}
+	return counters.MemoryStatus()
 }
 
 // WithCompileOptions adds engine options (clock, decision TTL, …) used for every compile.
@@ -70,12 +90,12 @@ func WithEvaluatorPool(p *EvaluatorPool) StoreOption {
 
 // NewStore returns an empty store.
 func NewStore(opts ...StoreOption) *Store {
-	s := &Store{status: map[string]*nsStatus{}}
+	s := &Store{status: map[string]*nsStatus{}, changed: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
-	if s.limiter == nil {
-		s.limiter = policy.NewRateLimiter(policy.DefaultRateLimiterKeys)
+	if s.counters == nil {
+		s.counters = policy.NewMemoryCounters(policy.DefaultCounterKeys)
 	}
 	if s.evaluators == nil {
 		s.evaluators = NewEvaluatorPool(EvaluatorConfig{Client: &http.Client{}})
@@ -129,11 +149,11 @@ func (s *Store) LoadSet(set *manifest.Set) ([]string, error) {
 	return namespaces, nil
 }
 
-// engineOptions are the options every compile of the store uses: its shared rate limiter and
+// engineOptions are the options every compile of the store uses: its shared counter store and
 // evaluator pool, then WithCompileOptions.
 func (s *Store) engineOptions() []policy.Option {
 	opts := make([]policy.Option, 0, len(s.compile)+2)
-	opts = append(opts, policy.WithRateLimiter(s.limiter), policy.WithEvaluators(s.evaluators.Evaluator))
+	opts = append(opts, policy.WithCounterStore(s.counters), policy.WithEvaluators(s.evaluators.Evaluator))
 	return append(opts, s.compile...)
 }
 
@@ -155,6 +175,15 @@ func (s *Store) publish(snaps map[string]*policy.Snapshot, bundles []policy.Bund
 		s.loads.Add(1)
 	}
 	s.snaps.Store(&next)
+	s.notifyChanged()
+}
+
+// notifyChanged signals changed without blocking.
+func (s *Store) notifyChanged() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 // RecordError records a failed load of namespace's bundle (for example a bundle that could not be
@@ -196,6 +225,7 @@ func (s *Store) Remove(namespace string) {
 	s.snaps.Store(&next)
 	s.publishPolicyIDsLocked(namespace, nil)
 	delete(s.status, namespace)
+	s.notifyChanged()
 }
 
 // Snapshot returns the namespace's current snapshot.
