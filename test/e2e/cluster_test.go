@@ -195,14 +195,17 @@ func caBundle(caPEM []byte) string {
 }
 
 // impersonatingKubeconfig writes a kubeconfig that reaches the API server of admin with admin's
-// client certificate and impersonates user: the component then has exactly the rights RBAC grants user.
-func impersonatingKubeconfig(path string, admin *rest.Config, user string) error {
+// client certificate and impersonates user (with the user extra fields extra, as a pod-bound token
+// carries authentication.kubernetes.io/pod-name): the component then has exactly the rights RBAC
+// grants user.
+func impersonatingKubeconfig(path string, admin *rest.Config, user string, extra map[string][]string) error {
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{Server: admin.Host, CertificateAuthorityData: admin.CAData}
 	cfg.AuthInfos["as"] = &clientcmdapi.AuthInfo{
 		ClientCertificateData: admin.CertData,
 		ClientKeyData:         admin.KeyData,
 		Impersonate:           user,
+		ImpersonateUserExtra:  extra,
 	}
 	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "as"}
 	cfg.CurrentContext = "e2e"

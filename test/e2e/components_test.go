@@ -67,27 +67,34 @@ func deploymentWorkload(objs []*unstructured.Unstructured, subcommand string) (w
 // newComponent prepares a process running the arguments of the Deployment that runs `tollgate
 // <subcommand>` followed by extra (later flags win), with a kubeconfig impersonating the
 // Deployment's ServiceAccount.
+//
+// The process runs as pod tollgate-<name>-e2e (POD_NAME, POD_NAMESPACE), and its impersonated user
+// carries that pod name as a pod-bound ServiceAccount token does (the decider's DeciderReport is
+// named after its pod, and an admission policy checks the writer's pod name).
 func newComponent(name, subcommand string, extra ...string) component {
 	GinkgoHelper()
 	w, err := deploymentWorkload(suite.objects, subcommand)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(w.namespace).To(Equal(operatorNamespace))
+	pod := "tollgate-" + name + "-e2e"
 	kubeconfig := filepath.Join(suite.dir, name+".kubeconfig")
-	Expect(impersonatingKubeconfig(kubeconfig, suite.admin, serviceAccountUser(w.namespace, w.serviceAccount))).To(Succeed())
+	Expect(impersonatingKubeconfig(kubeconfig, suite.admin, serviceAccountUser(w.namespace, w.serviceAccount),
+		map[string][]string{"authentication.kubernetes.io/pod-name": {pod}})).To(Succeed())
 	return component{
 		name:           name,
 		serviceAccount: w.serviceAccount,
 		kubeconfig:     kubeconfig,
 		args:           append(append(w.args, "--kubeconfig="+kubeconfig), extra...),
+		env:            []string{"POD_NAMESPACE=" + operatorNamespace, "POD_NAME=" + pod},
 	}
 }
 
 // deciderComponent is `tollgate decider` as config/decider runs it, on a loopback port.
-func deciderComponent() component {
+func deciderComponent(name string) component {
 	GinkgoHelper()
 	addr, err := freeAddr()
 	Expect(err).NotTo(HaveOccurred())
-	c := newComponent("decider", "decider", "--bind-address="+addr, "--shutdown-timeout=1s")
+	c := newComponent(name, "decider", "--bind-address="+addr, "--shutdown-timeout=1s")
 	c.addr = addr
 	c.probe = "http://" + addr + "/healthz"
 	return c
@@ -130,7 +137,7 @@ func startComponent(ctx context.Context, comp *component) {
 	logFile, err := os.OpenFile(filepath.Join(suite.dir, comp.name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	Expect(err).NotTo(HaveOccurred())
 	suite.files = append(suite.files, logFile)
-	comp.proc, err = startProcess(comp.name, suite.bin, logFile, []string{"POD_NAMESPACE=" + operatorNamespace}, comp.args...)
+	comp.proc, err = startProcess(comp.name, suite.bin, logFile, comp.env, comp.args...)
 	Expect(err).NotTo(HaveOccurred())
 	suite.procs = append(suite.procs, comp.proc)
 	Expect(comp.proc.waitHTTP(ctx, comp.probe, 60*time.Second)).To(Succeed())

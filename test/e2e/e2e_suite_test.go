@@ -64,6 +64,7 @@ type component struct {
 	probe          string // URL answering 200 once ready
 	addr           string // the decider's host:port
 	metrics        string // the manager's secure metrics URL
+	env            []string
 	proc           *process
 }
 
@@ -113,7 +114,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(applyObjects(ctx, suite.c, apply)).To(Succeed())
 
 	By("preparing the decider, the manager (controllers) and the webhooks as separate processes")
-	suite.decider = deciderComponent()
+	suite.decider = deciderComponent("decider")
 	suite.manager = managerComponent()
 	suite.webhooks = webhooksComponent()
 	for _, comp := range []*component{&suite.decider, &suite.manager, &suite.webhooks} {

@@ -450,8 +450,7 @@ spec:
 		}).WithContext(ctx).WithTimeout(10*time.Second).Should(BeFalse(), "the API server's RBAC authorizer sees the new Role")
 
 		By("starting a second decider under it: it never loads a bundle, says why, and allows nothing")
-		c := deciderComponent()
-		c.name = "decider-broken-rbac"
+		c := deciderComponent("decider-broken-rbac")
 		startComponent(ctx, &c)
 		Eventually(c.proc.log.String).WithTimeout(20 * time.Second).Should(
 			ContainSubstring(`User \"` + decider + `\" cannot list resource \"configmaps\"`))
