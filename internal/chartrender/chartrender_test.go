@@ -54,6 +54,9 @@ var alwaysRendered = []string{
 	"Service/tollgate-system/tollgate-webhook-service",
 	"MutatingWebhookConfiguration//tollgate-mutating-webhook-configuration",
 	"ValidatingWebhookConfiguration//tollgate-validating-webhook-configuration",
+	"CustomResourceDefinition//deciderreports.guardrails.tollgate.dev",
+	"ValidatingAdmissionPolicy//tollgate-decider-reports",
+	"ValidatingAdmissionPolicyBinding//tollgate-decider-reports",
 }
 
 // The objects of the built-in certificate rotation.
@@ -63,6 +66,10 @@ var rotationObjects = []string{
 	"RoleBinding/tollgate-system/tollgate-cert-rotation",
 	"ClusterRole//tollgate-cert-rotation",
 	"ClusterRoleBinding//tollgate-cert-rotation",
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	return unstructured.NestedString(obj, fields...)
 }
 
 func sorted(lists ...[]string) []string {
@@ -80,9 +87,18 @@ func TestRenderDefaults(t *testing.T) {
 	if r.objs[0].GetKind() != "CustomResourceDefinition" || r.objs[1].GetKind() != "CustomResourceDefinition" {
 		t.Errorf("the CRDs are not first: %s, %s", key(r.objs[0]), key(r.objs[1]))
 	}
-	last := r.objs[len(r.objs)-1].GetKind()
-	if !strings.HasSuffix(last, "WebhookConfiguration") {
-		t.Errorf("the last object is a %s, want a webhook configuration (installed after the Deployments)", last)
+	// The webhook configurations come after the Deployments, so the webhooks' server exists first.
+	lastDeployment, firstWebhook := -1, len(r.objs)
+	for i, o := range r.objs {
+		switch {
+		case o.GetKind() == "Deployment":
+			lastDeployment = i
+		case strings.HasSuffix(o.GetKind(), "WebhookConfiguration") && i < firstWebhook:
+			firstWebhook = i
+		}
+	}
+	if firstWebhook < lastDeployment {
+		t.Errorf("a webhook configuration (#%d) is installed before a Deployment (#%d)", firstWebhook, lastDeployment)
 	}
 
 	mgr := r.deployment("tollgate-controller-manager")
@@ -147,6 +163,42 @@ func TestRenderDefaults(t *testing.T) {
 	}
 	if n := len(r.ofKind("NetworkPolicy")) + len(r.ofKind("ServiceMonitor")) + len(r.ofKind("Certificate")); n != 0 {
 		t.Errorf("%d NetworkPolicies, ServiceMonitors or Certificates by default, want none", n)
+	}
+}
+
+// TestRenderDeciderReports: by default each decider replica reports (its pod name and UID from the
+// downward API) under the admission policy; turned off, neither the flag nor the policy is there.
+func TestRenderDeciderReports(t *testing.T) {
+	r := render(t)
+	c := container(t, r.deployment("tollgate-decider"), "decider")
+	for _, arg := range []string{"--report=true", "--report-interval=10s"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("decider args %v lack %s", c.Args, arg)
+		}
+	}
+	env := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["POD_NAME"] != "metadata.name" || env["POD_UID"] != "metadata.uid" {
+		t.Errorf("decider env from the downward API %v, want POD_NAME and POD_UID", env)
+	}
+	vap := r.ofKind("ValidatingAdmissionPolicyBinding")
+	if len(vap) != 1 {
+		t.Fatalf("%d admission policy bindings, want 1", len(vap))
+	}
+	if name, _, _ := unstructuredString(vap[0].Object, "spec", "policyName"); name != "tollgate-decider-reports" {
+		t.Errorf("the binding names policy %q", name)
+	}
+
+	off := render(t, "decider.reports.enabled=false")
+	if !slices.Contains(container(t, off.deployment("tollgate-decider"), "decider").Args, "--report=false") {
+		t.Error("decider.reports.enabled=false does not pass --report=false")
+	}
+	if n := len(off.ofKind("ValidatingAdmissionPolicy")) + len(off.ofKind("ValidatingAdmissionPolicyBinding")); n != 0 {
+		t.Errorf("%d admission policy objects with reports off, want none", n)
 	}
 }
 
