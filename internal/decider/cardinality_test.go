@@ -104,6 +104,13 @@ func TestMetricsCardinality(t *testing.T) {
 	if got := series["tollgate_http_requests_total"]; got > 10 {
 		t.Errorf("tollgate_http_requests_total has %d series, want ≤ 10", got)
 	}
+	// Per-passport and per-tool denials: the passports and tools of the bundle, plus other.
+	if got := series["tollgate_passport_denials_total"]; got > 4 {
+		t.Errorf("tollgate_passport_denials_total has %d series, want ≤ 4", got)
+	}
+	if got := series["tollgate_tool_denials_total"]; got > 8 {
+		t.Errorf("tollgate_tool_denials_total has %d series, want ≤ 8", got)
+	}
 	if len(body) > 64<<10 {
 		t.Errorf("/metrics is %d bytes, want ≤ 64 KiB", len(body))
 	}
@@ -111,6 +118,11 @@ func TestMetricsCardinality(t *testing.T) {
 		`tollgate_decisions_total{code="other",outcome="deny",policy="custom.code.v1"}`,
 		`tollgate_decisions_total{code="oap.passport_not_found",outcome="deny",policy=""}`,
 		`tollgate_http_requests_total{code="404",route="other"}`,
+		`tollgate_passport_denials_total{namespace="team-a",passport="coding-agent"}`,
+		`tollgate_passport_denials_total{namespace="team-a",passport="other"}`,
+		`tollgate_passport_denials_total{namespace="other",passport="other"}`,
+		`tollgate_tool_denials_total{namespace="team-a",tool="other"}`,
+		`tollgate_tool_denials_total{namespace="team-a",tool="read_file"}`,
 	}
 	if verified.Load() > 0 { // decided verify calls for ids no snapshot has
 		want = append(want, `policy="other"}`)
