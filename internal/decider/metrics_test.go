@@ -26,7 +26,7 @@ func TestDenialAndPassportMetrics(t *testing.T) {
 	b.Policies = append(b.Policies,
 		policy.Policy{Name: "deploys", Spec: policy.PolicySpec{PolicyID: "deploys.v1", Priority: 300,
 			ToolCapabilities: []policy.ToolCapability{{Tool: "deploy_app", Capability: "system.command.execute"}},
-			Rules: []policy.Rule{{Name: "never", Tools: []string{"deploy_app"}, Action: policy.ActionDeny, Code: "acme.no_deploys"}}}},
+			Rules:            []policy.Rule{{Name: "never", Tools: []string{"deploy_app"}, Action: policy.ActionDeny, Code: "acme.no_deploys"}}}},
 		policy.Policy{Name: "broken", Spec: policy.PolicySpec{PolicyID: "broken.v1", Priority: 250, FailurePolicy: policy.FailOpen,
 			Rules: []policy.Rule{{Name: "bad-cel", Tools: []string{"ls"}, When: "input.command + 1 == 2", Action: policy.ActionDeny}}}},
 	)
