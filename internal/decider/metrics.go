@@ -185,3 +185,7 @@ func (p *prunedCounterVec) Collect(ch chan<- prometheus.Metric) {
 		p.vec.Delete(l)
 	}
 }
+
+// MetricsRegistry returns the registry the Server's /metrics serves: the service's and the
+// transport's metrics and the Go and process collectors.
+func (s *Server) MetricsRegistry() *prometheus.Registry { return s.metrics.reg }
