@@ -16,6 +16,14 @@ import (
 // labelOther is the label value of anything outside a label's closed set.
 const labelOther = "other"
 
+// Label names shared by several metrics.
+const (
+	labelNamespace = "namespace"
+	labelPassport  = "passport"
+	labelTool      = "tool"
+	labelStatus    = "status"
+)
+
 // outcomeLabels are the outcome label's values.
 var outcomeLabels = map[string]string{
 	policy.DecisionAllow:  policy.DecisionAllow,

@@ -60,23 +60,23 @@ type storeCollector struct{ store *Store }
 
 var (
 	descBundle = prometheus.NewDesc("tollgate_bundle_info",
-		"The bundle revision served for a namespace (value 1).", []string{"namespace", "revision"}, nil)
+		"The bundle revision served for a namespace (value 1).", []string{labelNamespace, "revision"}, nil)
 	descBundleLoadErrors = prometheus.NewDesc("tollgate_bundle_load_errors_total",
 		"Bundles that failed to decode or compile (the last good snapshot kept serving), by namespace.",
-		[]string{"namespace"}, nil)
+		[]string{labelNamespace}, nil)
 	descBundleError = prometheus.NewDesc("tollgate_bundle_load_failing",
 		"1 when the namespace's latest bundle failed to load and an older snapshot is served.",
-		[]string{"namespace"}, nil)
+		[]string{labelNamespace}, nil)
 	descBundleLoadedAt = prometheus.NewDesc("tollgate_bundle_loaded_timestamp_seconds",
-		"When the served snapshot of a namespace was loaded (Unix time).", []string{"namespace"}, nil)
+		"When the served snapshot of a namespace was loaded (Unix time).", []string{labelNamespace}, nil)
 	descSnapshots = prometheus.NewDesc("tollgate_bundles_loaded",
 		"Namespaces with a loaded snapshot.", nil, nil)
 	descPassports = prometheus.NewDesc("tollgate_passports",
 		"Passports of the served snapshots by bundle namespace and effective status (active, suspended, revoked, expired).",
-		[]string{"namespace", "status"}, nil)
+		[]string{labelNamespace, labelStatus}, nil)
 	descPassportSuspended = prometheus.NewDesc("tollgate_passport_suspended",
 		"1 for each passport of a served snapshot that is denied every call: status suspended, revoked or expired (active passports have no series).",
-		[]string{"namespace", "passport", "status"}, nil)
+		[]string{labelNamespace, labelPassport, labelStatus}, nil)
 )
 
 // statusExpired is the status label of an active passport past its expiresAt.

@@ -65,11 +65,11 @@ func NewService(store *Store, opts ServiceOptions) *Service {
 		passportDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_passport_denials_total",
 			Help: "Deny decisions by bundle namespace and passport (a passport of that namespace's served snapshot, else other).",
-		}, []string{"namespace", "passport"}),
+		}, []string{labelNamespace, labelPassport}),
 		toolDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_tool_denials_total",
 			Help: "Deny decisions by bundle namespace and tool (a built-in tool name or one the namespace's policies name literally, else other).",
-		}, []string{"namespace", "tool"}),
+		}, []string{labelNamespace, labelTool}),
 		evalErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_evaluation_errors_total",
 			Help: "Policy evaluations that failed (CEL errors, external evaluator failures and timeouts), whatever the policy's failurePolicy and enforcementAction, by policy.",
@@ -90,10 +90,10 @@ func randomPrefix() string {
 func (s *Service) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{s.decisions, s.latency, s.evalErrors, &storeCollector{store: s.store},
 		&prunedCounterVec{vec: s.passportDenials, keep: func(l map[string]string) bool {
-			return s.store.knownPassport(l["namespace"], l["passport"])
+			return s.store.knownPassport(l[labelNamespace], l[labelPassport])
 		}},
 		&prunedCounterVec{vec: s.toolDenials, keep: func(l map[string]string) bool {
-			return s.store.knownPassport(l["namespace"], labelOther) && s.store.knownTool(l["namespace"], l["tool"])
+			return s.store.knownPassport(l[labelNamespace], labelOther) && s.store.knownTool(l[labelNamespace], l[labelTool])
 		}},
 	}
 	if l := s.log; l != nil {

@@ -1,6 +1,8 @@
 package observability
 
 import (
+	"bufio"
+	"bytes"
 	"io"
 	"log/slog"
 	"maps"
@@ -12,14 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	_ "sigs.k8s.io/controller-runtime/pkg/webhook" // controller-runtime's webhook metrics
 
-	"github.com/tollgate-dev/tollgate/internal/decider"
-
-	// Registering packages: the controllers' and the webhooks' collectors join controller-runtime's
-	// registry (the manager's /metrics) when they are imported, as in the tollgate binary.
+	// The controllers' and the webhooks' collectors join controller-runtime's registry (the
+	// manager's /metrics) when their packages are imported, as in the tollgate binary.
 	_ "github.com/tollgate-dev/tollgate/internal/controller"
+	"github.com/tollgate-dev/tollgate/internal/decider"
 	_ "github.com/tollgate-dev/tollgate/internal/webhook"
-	_ "sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // exportedMetrics returns the names of every metric Tollgate's processes export, from their real
@@ -145,3 +146,5 @@ func TestExportedHelpers(t *testing.T) {
 		t.Error("an unbalanced query parses")
 	}
 }
+
+func bufioReader(data []byte) *bufio.Reader { return bufio.NewReader(bytes.NewReader(data)) }
