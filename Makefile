@@ -56,6 +56,10 @@ lint: golangci-lint ## Run golangci-lint.
 envtest: ## Build (once) the envtest kube-apiserver and etcd into bin/k8s.
 	@hack/envtest.sh "$(ENVTEST_DIR)" >/dev/null
 
+.PHONY: promtool
+promtool: ## Build (once) promtool, the alert rules' test engine, into bin/ (hack/promtool.sh; TestAlertRules builds it when missing).
+	@hack/promtool.sh >/dev/null
+
 .PHONY: test
 test: test-go test-python test-typescript ## Every test: Go (envtest suites included), then the Python and TypeScript SDKs.
 
