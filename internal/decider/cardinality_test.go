@@ -95,8 +95,9 @@ func TestMetricsCardinality(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d requests (%d decided, %d of them verify calls): /metrics is %d bytes, %d samples; tollgate_decisions_total %d series, tollgate_http_requests_total %d",
-		sent.Load(), decided.Load(), verified.Load(), len(body), total, series["tollgate_decisions_total"], series["tollgate_http_requests_total"])
+	t.Logf("%d requests (%d decided, %d of them verify calls): /metrics is %d bytes, %d samples; tollgate_decisions_total %d series, tollgate_http_requests_total %d, tollgate_passport_denials_total %d, tollgate_tool_denials_total %d",
+		sent.Load(), decided.Load(), verified.Load(), len(body), total, series["tollgate_decisions_total"], series["tollgate_http_requests_total"],
+		series["tollgate_passport_denials_total"], series["tollgate_tool_denials_total"])
 	// outcomes × codes × policies actually reached is a handful; the bound leaves room for all of them.
 	if got := series["tollgate_decisions_total"]; got > 20 {
 		t.Errorf("tollgate_decisions_total has %d series, want ≤ 20", got)
