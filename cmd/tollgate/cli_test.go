@@ -12,6 +12,14 @@ import (
 	"testing"
 )
 
+// testVersion and testCommit are stamped into the test binary like `make build` stamps a release.
+const (
+	testVersion = "v0.0.0-test"
+	testCommit  = "0123456789abcdef0123456789abcdef01234567"
+	testLDFlags = "-X github.com/tollgate-dev/tollgate/internal/version.version=" + testVersion +
+		" -X github.com/tollgate-dev/tollgate/internal/version.commit=" + testCommit
+)
+
 // tollgateBin is the tollgate binary built once by TestMain.
 var tollgateBin string
 
@@ -30,7 +38,9 @@ func testMain(m *testing.M) int {
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
 	tollgateBin = filepath.Join(dir, "tollgate")
-	build := exec.Command("go", "build", "-o", tollgateBin, ".")
+	// Built as a release is (-trimpath, version stamped by the linker), so that nothing finds the
+	// source tree through the binary's file paths: the demo must work from any directory.
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", testLDFlags, "-o", tollgateBin, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building tollgate:", err)
@@ -57,7 +67,13 @@ func runBin(t *testing.T, stdin string, args ...string) result {
 // code; it fails the test only when the binary could not run at all.
 func runCmd(t *testing.T, cmd *exec.Cmd) result {
 	t.Helper()
-	cmd.Dir = repoRoot
+	return runCmdIn(t, repoRoot, cmd)
+}
+
+// runCmdIn is runCmd in directory dir.
+func runCmdIn(t *testing.T, dir string, cmd *exec.Cmd) result {
+	t.Helper()
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

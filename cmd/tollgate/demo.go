@@ -33,7 +33,7 @@ func newDemoCommand() command {
 func (c *demoCommand) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.once, "once", c.once, "run the script and exit instead of serving until Ctrl-C")
 	c.listen.BindFlags(fs)
-	fs.StringVar(&c.samples, "samples", c.samples, "directory of manifests to apply (default: the repository's config/samples)")
+	fs.StringVar(&c.samples, "samples", c.samples, "directory of manifests to apply (default: config/samples, embedded in the binary)")
 	fs.StringVar(&c.kubeconfig, "kubeconfig", c.kubeconfig, "where to write the admin kubeconfig (default: <tmp>/tollgate-demo/kubeconfig)")
 	fs.BoolVar(&c.verbose, "v", c.verbose, "show the controllers' and endpoint's logs on stderr")
 	fs.DurationVar(&c.timeout, "wait-timeout", c.timeout, "bound of each wait for the controllers and the endpoint")

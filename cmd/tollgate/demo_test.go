@@ -9,15 +9,24 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-dev/tollgate/internal/testenv"
 )
 
-// runDemoBin runs `tollgate demo` with a deadline. The demo needs the envtest control plane
-// (KUBEBUILDER_ASSETS or bin/k8s, built when missing): these tests fail, never skip, without it.
+// runDemoBin runs `tollgate demo` with a deadline, from an empty directory: the CRDs and samples it
+// applies are the ones embedded in the binary. The demo needs the envtest control plane
+// (KUBEBUILDER_ASSETS or bin/k8s): these tests fail, never skip, without it.
 func runDemoBin(t *testing.T, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	return runCmd(t, exec.CommandContext(ctx, tollgateBin, append([]string{"demo"}, args...)...))
+	assets, err := testenv.AssetsDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, tollgateBin, append([]string{"demo"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBEBUILDER_ASSETS="+assets)
+	return runCmdIn(t, t.TempDir(), cmd)
 }
 
 func TestDemoOnce(t *testing.T) {
@@ -28,6 +37,7 @@ func TestDemoOnce(t *testing.T) {
 		t.Fatalf("exit %d, want 0\nstderr:\n%s", res.code, res.stderr)
 	}
 	for _, want := range []string{
+		"applying config/samples (embedded)",
 		"guardrailpolicy.guardrails.tollgate.dev/git-no-pager created",
 		"$ kubectl get gp,ap",
 		"agentpassport.guardrails.tollgate.dev/coding-agent     Active",

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -54,10 +55,45 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("tollgate "+name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tollgate %s %s\n\nFlags:\n", name, synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "Usage: tollgate %s %s\n", name, synopsis)
+		printFlags(stderr, fs)
 	}
 	return fs
+}
+
+// flagName is a flag as written on the command line: -o for one letter, --bind-address otherwise.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// printFlags writes fs's current flags (deprecated spellings left out) in one format for every
+// command: the flag with its value's type, then its usage and default on an indented line.
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	first := true
+	fs.VisitAll(func(f *flag.Flag) {
+		if strings.HasPrefix(f.Usage, deprecatedPrefix) {
+			return
+		}
+		if first {
+			fmt.Fprint(w, "\nFlags:\n")
+			first = false
+		}
+		typ, usage := flag.UnquoteUsage(f)
+		line := "  " + flagName(f.Name)
+		if typ != "" {
+			line += " " + typ
+		}
+		if def := f.DefValue; def != "" && def != "false" && def != "0" && def != "[]" && def != "0s" {
+			if typ == "string" {
+				def = strconv.Quote(def)
+			}
+			usage += " (default " + def + ")"
+		}
+		fmt.Fprintf(w, "%s\n      %s\n", line, usage)
+	})
 }
 
 // parseFlags parses flags anywhere among the arguments and returns the positional ones. After -h

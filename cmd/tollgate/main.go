@@ -66,6 +66,12 @@ func commands() map[string]commandInfo {
 		"hook": {summary: "answer a coding agent's pre-tool hook (Claude Code, Gemini CLI, Cursor)",
 			synopsis: "<agent> [flags] < event.json", new: newHookCommand, rawArgs: true},
 		"mcp-proxy": {summary: "guard an agent's MCP servers: decide every tool call passing through", synopsis: mcpProxySynopsis, new: newMCPProxyCommand, rawArgs: true},
+		"install": {summary: "apply the install manifest to a cluster, or print it (--print)",
+			synopsis: "[--print] [--image IMAGE] [--kubeconfig PATH] [--dry-run]", new: newInstallCommand},
+		"version": {summary: "print the version, commit and Go version",
+			synopsis: "[-o text|json]", new: newVersionCommand},
+		"completion": {summary: "write a shell completion script (bash, zsh or fish)",
+			synopsis: "bash|zsh|fish", new: newCompletionCommand},
 	}
 }
 
@@ -75,6 +81,10 @@ func main() {
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmds := commands()
+	if len(args) == 2 && args[0] == "help" {
+		// tollgate help <command> is tollgate <command> -h.
+		args = []string{args[1], "-h"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stderr, cmds)
 		if len(args) == 0 {
@@ -121,5 +131,5 @@ func usage(w io.Writer, cmds map[string]commandInfo) {
 	for _, name := range slices.Sorted(maps.Keys(cmds)) {
 		fmt.Fprintf(w, "  %-10s %s\n", name, cmds[name].summary)
 	}
-	fmt.Fprintln(w, "\nRun 'tollgate <command> -h' for a command's flags.")
+	fmt.Fprintln(w, "\nRun 'tollgate help <command>' (or 'tollgate <command> -h') for a command's flags,\nand 'tollgate completion bash|zsh|fish' for shell completion.")
 }

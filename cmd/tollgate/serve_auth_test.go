@@ -55,7 +55,7 @@ const lsRequest = `{"passport":"coding-agent","tool_name":"ls"}`
 // TestServeDefaults checks that serve listens on loopback by default.
 func TestServeDefaults(t *testing.T) {
 	res := runBin(t, "", "serve", "-h")
-	for _, want := range []string{`-addr string`, `(default "127.0.0.1:8080")`, "-token-file", "-kubeconfig", "-metrics-addr", "-decision-log-include-input"} {
+	for _, want := range []string{`--bind-address string`, `(default "127.0.0.1:8080")`, "--token-file", "--kubeconfig", "--metrics-bind-address", "--decision-log-include-input"} {
 		if !strings.Contains(res.stderr, want) {
 			t.Errorf("serve -h lacks %q:\n%s", want, res.stderr)
 		}

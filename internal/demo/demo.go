@@ -7,13 +7,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -36,8 +36,10 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
+	"github.com/tollgate-dev/tollgate/config"
 	"github.com/tollgate-dev/tollgate/internal/controller"
 	"github.com/tollgate-dev/tollgate/internal/decider"
+	"github.com/tollgate-dev/tollgate/internal/envtestsrc"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 	"github.com/tollgate-dev/tollgate/internal/testenv"
@@ -60,7 +62,7 @@ type Options struct {
 	Once bool
 	// Addr is the decision endpoint's listen address (DefaultAddr; port 0 picks a free port).
 	Addr string
-	// SamplesDir holds the manifests applied (default config/samples of the repository).
+	// SamplesDir holds the manifests applied (default: config/samples, embedded in the binary).
 	SamplesDir string
 	// Kubeconfig is where the admin kubeconfig is written (default <tmp>/tollgate-demo/kubeconfig).
 	Kubeconfig string
@@ -136,9 +138,6 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
 	}
-	if opts.SamplesDir == "" {
-		opts.SamplesDir = filepath.Join(testenv.RepoRoot(), "config", "samples")
-	}
 	if opts.Kubeconfig == "" {
 		opts.Kubeconfig = filepath.Join(os.TempDir(), "tollgate-demo", "kubeconfig")
 	}
@@ -190,9 +189,12 @@ func (d *demo) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, &StepError{"starting the control plane", err}
 	}
+	crds, err := config.CRDs()
+	if err != nil {
+		return nil, &StepError{"starting the control plane", err}
+	}
 	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{testenv.CRDPath()},
-		ErrorIfCRDPathMissing: true,
+		CRDs:                  crds,
 		BinaryAssetsDirectory: assets,
 		Scheme:                scheme,
 	}
@@ -239,7 +241,7 @@ func (d *demo) run(ctx context.Context) (*Result, error) {
 	}
 
 	// 4. Apply the samples.
-	start = d.begin("applying %s", d.opts.SamplesDir)
+	start = d.begin("applying %s", d.samplesName())
 	objs, err := d.apply(ctx)
 	if err != nil {
 		return nil, &StepError{"applying the samples", err}
@@ -325,34 +327,74 @@ var (
 	suspendedCall = map[string]any{"passport": "research-agent", "tool_name": "web_search", "tool_input": map[string]any{"query": "tollgate"}}
 )
 
-// ensureAssets returns the control plane binaries' directory, building them with hack/envtest.sh
-// (progress on w) when missing.
+// ensureAssets returns the control plane binaries' directory (see assetsDir), building them from
+// Go module sources (progress on w) when missing.
 func ensureAssets(ctx context.Context, w io.Writer) (string, bool, error) {
-	if dir, err := testenv.AssetsDir(); err == nil {
+	dir, err := assetsDir()
+	if err != nil {
+		return "", false, err
+	}
+	if len(envtestsrc.Missing(dir)) == 0 {
 		return dir, false, nil
 	}
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = filepath.Join(testenv.RepoRoot(), "bin", "k8s")
+	if os.Getenv("KUBEBUILDER_ASSETS") != "" {
+		return "", false, fmt.Errorf("KUBEBUILDER_ASSETS=%s lacks %s", dir, strings.Join(envtestsrc.Missing(dir), " and "))
 	}
-	script := filepath.Join(testenv.RepoRoot(), "hack", "envtest.sh")
-	fmt.Fprintf(w, "      kube-apiserver and etcd are missing: building them with %s (about 5 minutes the first time)\n", script)
-	cmd := exec.CommandContext(ctx, script, dir)
-	cmd.Stderr = w
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	if err := cmd.Run(); err != nil {
-		return "", false, fmt.Errorf("%s: %w", script, err)
-	}
-	if out := strings.TrimSpace(stdout.String()); out != "" {
-		dir = out
-	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", false, fmt.Errorf("%s did not produce %s: %w", script, bin, err)
-		}
+	fmt.Fprintf(w, "      kube-apiserver and etcd are missing: building them from Go module sources into %s (about 5 minutes the first time)\n", dir)
+	if err := envtestsrc.Build(ctx, dir, w); err != nil {
+		return "", false, err
 	}
 	return dir, true, nil
+}
+
+// assetsDir is where the control plane binaries are: KUBEBUILDER_ASSETS when set; else bin/k8s of
+// the source tree the binary was built from, when it is still there (make demo, go run); else
+// Tollgate's directory in the user's cache, so an installed binary works from any directory.
+func assetsDir() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir, nil
+	}
+	if root := testenv.RepoRoot(); fileExists(filepath.Join(root, "internal", "envtestsrc", "envtestsrc.go")) {
+		return filepath.Join(root, "bin", "k8s"), nil
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no KUBEBUILDER_ASSETS and no user cache directory for kube-apiserver and etcd: %w", err)
+	}
+	return filepath.Join(cache, "tollgate", "envtest-"+envtestsrc.KubernetesVersion), nil
+}
+
+func fileExists(name string) bool {
+	_, err := os.Stat(name)
+	return err == nil
+}
+
+// samples returns the manifests the demo applies: SamplesDir's, or the embedded config/samples.
+func (d *demo) samples() (*manifest.Set, error) {
+	if d.opts.SamplesDir != "" {
+		return manifest.Load(d.opts.SamplesDir)
+	}
+	files, err := config.Samples()
+	if err != nil {
+		return nil, err
+	}
+	set := &manifest.Set{}
+	var errs []error
+	for _, f := range files {
+		errs = append(errs, set.Add(f.Name, f.Data))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("embedded samples: %w", err)
+	}
+	return set, set.CheckDuplicates()
+}
+
+// samplesName names what samples applies, for the narrative.
+func (d *demo) samplesName() string {
+	if d.opts.SamplesDir != "" {
+		return d.opts.SamplesDir
+	}
+	return "config/samples (embedded)"
 }
 
 func crdNames(env *envtest.Environment) []string {
@@ -418,7 +460,7 @@ func (d *demo) startDecider(ctx context.Context, cfg *rest.Config, errc chan<- e
 
 // apply creates (or updates) the sample objects in DefaultNamespace and prints kubectl-like lines.
 func (d *demo) apply(ctx context.Context) ([]client.Object, error) {
-	set, err := manifest.Load(d.opts.SamplesDir)
+	set, err := d.samples()
 	if err != nil {
 		return nil, err
 	}
