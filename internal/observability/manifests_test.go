@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
-	"slices"
 	"testing"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -145,8 +142,8 @@ func isSubset(sel, labels map[string]string) bool {
 	return true
 }
 
-// TestRuleCopies checks that config/prometheus/rules.yaml holds the chart's rule groups, and that
-// the chart's monitoring templates embed files that exist.
+// TestRuleCopies checks that config/prometheus/rules.yaml holds the chart's rule groups (the chart's
+// PrometheusRule is checked by TestChartMonitoring).
 func TestRuleCopies(t *testing.T) {
 	root := testenv.RepoRoot()
 	src, err := os.ReadFile(filepath.Join(root, rulesPath))
@@ -167,27 +164,4 @@ func TestRuleCopies(t *testing.T) {
 		t.Errorf("config/prometheus/rules.yaml's spec.groups differ from %s", rulesPath)
 	}
 
-	filesRE := regexp.MustCompile(`\.Files\.Get "([^"]+)"`)
-	tmpls, err := filepath.Glob(filepath.Join(root, "charts/tollgate/templates/monitoring/*.yaml"))
-	if err != nil || len(tmpls) < 2 {
-		t.Fatalf("chart monitoring templates: %v %v", tmpls, err)
-	}
-	embedded := map[string]bool{}
-	for _, p := range tmpls {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range filesRE.FindAllStringSubmatch(string(data), -1) {
-			embedded[m[1]] = true
-			if _, err := os.Stat(filepath.Join(root, "charts/tollgate", m[1])); err != nil {
-				t.Errorf("%s embeds %s: %v", filepath.Base(p), m[1], err)
-			}
-		}
-	}
-	for _, want := range []string{"files/prometheus-rules.yaml", "files/grafana/tollgate-dashboard.json"} {
-		if !embedded[want] {
-			t.Errorf("no chart template embeds %s (embedded: %v)", want, slices.Sorted(maps.Keys(embedded)))
-		}
-	}
 }
