@@ -35,13 +35,30 @@ func TestChartMonitoring(t *testing.T) {
 	for _, o := range objs {
 		byKind[o.GetKind()] = append(byKind[o.GetKind()], o)
 	}
+	checkChartDashboard(t, root, byKind["ConfigMap"])
+	checkChartRule(t, root, byKind["PrometheusRule"])
+	checkChartServiceMonitors(t, byKind["ServiceMonitor"], byKind["Service"])
 
+	off, err := chartrender.Render(chartrender.Options{SkipCRDs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range off {
+		if o.GetKind() == "PrometheusRule" || o.GetKind() == "ServiceMonitor" || o.GetLabels()["grafana_dashboard"] == "1" {
+			t.Errorf("the default values render %s %s", o.GetKind(), o.GetName())
+		}
+	}
+}
+
+// checkChartDashboard checks the rendered dashboard ConfigMap.
+func checkChartDashboard(t *testing.T, root string, configMaps []*unstructured.Unstructured) {
+	t.Helper()
 	dashboard, err := os.ReadFile(filepath.Join(root, dashboardPath))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dashboards []*unstructured.Unstructured
-	for _, cm := range byKind["ConfigMap"] {
+	for _, cm := range configMaps {
 		if cm.GetLabels()["grafana_dashboard"] == "1" {
 			dashboards = append(dashboards, cm)
 		}
@@ -56,7 +73,11 @@ func TestChartMonitoring(t *testing.T) {
 	if cm.GetNamespace() != "monitoring" || cm.GetLabels()["grafana_folder"] != "Tollgate" {
 		t.Errorf("dashboard ConfigMap %s/%s labels %v: values' namespace and labels not applied", cm.GetNamespace(), cm.GetName(), cm.GetLabels())
 	}
+}
 
+// checkChartRule checks the rendered PrometheusRule.
+func checkChartRule(t *testing.T, root string, rules []*unstructured.Unstructured) {
+	t.Helper()
 	src, err := os.ReadFile(filepath.Join(root, rulesPath))
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +86,6 @@ func TestChartMonitoring(t *testing.T) {
 	if err := yaml.Unmarshal(src, &file); err != nil {
 		t.Fatal(err)
 	}
-	rules := byKind["PrometheusRule"]
 	if len(rules) != 1 {
 		t.Fatalf("%d PrometheusRules, want 1", len(rules))
 	}
@@ -75,12 +95,17 @@ func TestChartMonitoring(t *testing.T) {
 	if rules[0].GetLabels()["release"] != "kube-prometheus-stack" {
 		t.Errorf("PrometheusRule labels %v: values' labels not applied", rules[0].GetLabels())
 	}
+}
 
+// checkChartServiceMonitors checks that each rendered ServiceMonitor selects one rendered Service,
+// on a port it has, with honorLabels, and that the manager and the deciders are both scraped.
+func checkChartServiceMonitors(t *testing.T, monitors, services []*unstructured.Unstructured) {
+	t.Helper()
 	scraped := map[string]bool{}
-	for _, sm := range byKind["ServiceMonitor"] {
+	for _, sm := range monitors {
 		sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
 		var matched []*unstructured.Unstructured
-		for _, svc := range byKind["Service"] {
+		for _, svc := range services {
 			if len(sel) > 0 && isSubset(sel, svc.GetLabels()) {
 				matched = append(matched, svc)
 			}
@@ -107,16 +132,6 @@ func TestChartMonitoring(t *testing.T) {
 	for _, want := range []string{"tollgate-controller-manager-metrics-service", "tollgate-decider"} {
 		if !scraped[want] {
 			t.Errorf("no ServiceMonitor scrapes Service %s (scraped: %v)", want, scraped)
-		}
-	}
-
-	off, err := chartrender.Render(chartrender.Options{SkipCRDs: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range off {
-		if o.GetKind() == "PrometheusRule" || o.GetKind() == "ServiceMonitor" || o.GetLabels()["grafana_dashboard"] == "1" {
-			t.Errorf("the default values render %s %s", o.GetKind(), o.GetName())
 		}
 	}
 }
