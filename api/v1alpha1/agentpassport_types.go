@@ -129,6 +129,52 @@ type AgentPassportSpec struct {
 	// +kubebuilder:validation:Enum=Deny;Allow
 	// +optional
 	UnmappedTools string `json:"unmappedTools,omitempty"`
+
+	// autoSuspend suspends the passport automatically when its calls keep being denied: denials
+	// denies (oap.passport_suspended ones aside) within the window suspend it for the duration for.
+	// The suspension is recorded in status (spec.status is never rewritten) and lifts after for, or
+	// when the annotation tollgate.dev/lift-auto-suspend is set to a new value.
+	// +optional
+	AutoSuspend *AutoSuspend `json:"autoSuspend,omitempty"`
+}
+
+// AutoSuspend is the threshold that suspends a passport automatically.
+type AutoSuspend struct {
+	// denials is how many denies within the window suspend the passport.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +required
+	Denials int32 `json:"denials"`
+
+	// within is the sliding window the denials are counted in (e.g. 10m).
+	// +kubebuilder:default="10m"
+	// +optional
+	Within metav1.Duration `json:"within,omitempty"`
+
+	// for is how long the automatic suspension lasts (e.g. 1h).
+	// +kubebuilder:default="1h"
+	// +optional
+	For metav1.Duration `json:"for,omitempty"`
+}
+
+// AutoSuspension is an automatic suspension in force.
+type AutoSuspension struct {
+	// since is when the passport was suspended.
+	// +required
+	Since metav1.Time `json:"since"`
+
+	// until is when the suspension lifts on its own.
+	// +required
+	Until metav1.Time `json:"until"`
+
+	// denials is how many denies within the window triggered it.
+	// +optional
+	Denials int64 `json:"denials,omitempty"`
+
+	// lastDenyCode is the reason code of the last deny before it.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	LastDenyCode string `json:"lastDenyCode,omitempty"`
 }
 
 // PassportPhase summarises a passport's effective state.
@@ -166,6 +212,25 @@ type AgentPassportStatus struct {
 	// +optional
 	Digest string `json:"digest,omitempty"`
 
+	// recentDenials is how many calls of the passport the live decider replicas denied in their last
+	// report windows.
+	// +optional
+	RecentDenials int64 `json:"recentDenials,omitempty"`
+
+	// lastDenyCode is the reason code of the most recently reported deny.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	LastDenyCode string `json:"lastDenyCode,omitempty"`
+
+	// autoSuspension is set while spec.autoSuspend has suspended the passport.
+	// +optional
+	AutoSuspension *AutoSuspension `json:"autoSuspension,omitempty"`
+
+	// liftRequest is the last value of the tollgate.dev/lift-auto-suspend annotation acted on.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	LiftRequest string `json:"liftRequest,omitempty"`
+
 	// conditions are Ready and Suspended, plus Reconciling or Stalled while they apply.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
@@ -182,6 +247,7 @@ type AgentPassportStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Agent",type=string,JSONPath=`.status.agentID`
+// +kubebuilder:printcolumn:name="Denials",type=integer,JSONPath=`.status.recentDenials`,priority=1
 // +kubebuilder:printcolumn:name="Owner",type=string,JSONPath=`.spec.owner.id`
 // +kubebuilder:printcolumn:name="Expires",type=string,format=date-time,JSONPath=`.spec.expiresAt`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

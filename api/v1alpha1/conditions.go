@@ -11,6 +11,13 @@ const (
 	ConditionSuspended = "Suspended"
 	// ConditionReconciling is True while Tollgate works towards the declared state (kstatus).
 	ConditionReconciling = "Reconciling"
+	// ConditionEnforced is True when every live decider replica enforces the policy's current
+	// generation (GuardrailPolicy only; from DeciderReports). Unknown when no replica reports.
+	ConditionEnforced = "Enforced"
+	// ConditionDegraded is True when evaluations of the policy failed in the live replicas' last
+	// report windows (GuardrailPolicy only). It never makes the policy Stalled: kstatus reads it as
+	// Current.
+	ConditionDegraded = "Degraded"
 	// ConditionStalled is True when Tollgate cannot make progress without a change to the object (kstatus).
 	ConditionStalled = "Stalled"
 )
@@ -49,4 +56,18 @@ const (
 	// ReasonDuplicateAgentID surfaces on a passport's Ready=False and Stalled=True when another passport of
 	// the namespace (created earlier) already uses its effective agent id; it is left out of the bundle.
 	ReasonDuplicateAgentID = "DuplicateAgentID"
+	// ReasonAllReplicas surfaces on Enforced=True.
+	ReasonAllReplicas = "AllReplicasEnforce"
+	// ReasonReplicasBehind surfaces on Enforced=False while some live replica enforces another generation.
+	ReasonReplicasBehind = "ReplicasBehind"
+	// ReasonNoReports surfaces on Enforced=Unknown when no decider replica has reported recently.
+	ReasonNoReports = "NoReports"
+	// ReasonEvaluationErrors surfaces on Degraded=True; the message has the count and the failing rule.
+	ReasonEvaluationErrors = "EvaluationErrors"
+	// ReasonNoErrors surfaces on Degraded=False.
+	ReasonNoErrors = "NoEvaluationErrors"
+	// ReasonAutoSuspended surfaces on a passport's Suspended=True while spec.autoSuspend suspended it.
+	ReasonAutoSuspended = "AutoSuspended"
+	// ReasonAutoSuspendLifted is the reason of the Event recorded when an automatic suspension lifts.
+	ReasonAutoSuspendLifted = "AutoSuspendLifted"
 )

@@ -24,6 +24,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&GuardrailPolicy{}, &GuardrailPolicyList{},
 		&AgentPassport{}, &AgentPassportList{},
+		&DeciderReport{}, &DeciderReportList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

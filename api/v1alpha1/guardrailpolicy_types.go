@@ -521,12 +521,43 @@ type GuardrailPolicyStatus struct {
 	// +optional
 	SelectedPassports int32 `json:"selectedPassports,omitempty"`
 
-	// conditions are Valid and Ready, plus Reconciling or Stalled while they apply.
+	// enforcement says how many live decider replicas enforce the current generation (from their
+	// DeciderReports); absent when no replica reports.
+	// +optional
+	Enforcement *PolicyEnforcement `json:"enforcement,omitempty"`
+
+	// conditions are Valid and Ready, plus Reconciling or Stalled while they apply, and Enforced and
+	// Degraded once decider replicas report.
 	// +kubebuilder:validation:MaxItems=16
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// PolicyEnforcement is what the decider replicas' reports say about a policy.
+type PolicyEnforcement struct {
+	// replicas is the number of live decider replicas (a report newer than three intervals).
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// enforcing is how many of them enforce the policy's current generation.
+	// +optional
+	Enforcing int32 `json:"enforcing"`
+
+	// summary is "enforcing/replicas", e.g. 2/2 (the ENFORCED column).
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	Summary string `json:"summary,omitempty"`
+
+	// evaluationErrors is the number of failed evaluations in the replicas' last windows.
+	// +optional
+	EvaluationErrors int64 `json:"evaluationErrors,omitempty"`
+
+	// failingRule is the rule (policy_id#name) whose evaluation failed last.
+	// +kubebuilder:validation:MaxLength=400
+	// +optional
+	FailingRule string `json:"failingRule,omitempty"`
 }
 
 // GuardrailPolicy declares what the AI agents holding the selected passports may do: ordered rules
@@ -536,6 +567,7 @@ type GuardrailPolicyStatus struct {
 // +kubebuilder:resource:shortName=gp,categories=tollgate
 // +kubebuilder:printcolumn:name="Valid",type=string,JSONPath=`.status.conditions[?(@.type=="Valid")].status`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Enforced",type=string,JSONPath=`.status.enforcement.summary`
 // +kubebuilder:printcolumn:name="Rules",type=integer,JSONPath=`.status.ruleCount`
 // +kubebuilder:printcolumn:name="Enforcement",type=string,JSONPath=`.spec.enforcementAction`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

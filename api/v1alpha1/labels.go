@@ -12,4 +12,7 @@ const (
 	LabelBundleNamespace = "tollgate.dev/bundle-namespace"
 	// LabelBundle marks ConfigMaps that hold compiled bundles.
 	LabelBundle = "tollgate.dev/bundle"
+	// AnnotationLiftAutoSuspend on an AgentPassport lifts its automatic suspension when set to a new
+	// value (e.g. the current time).
+	AnnotationLiftAutoSuspend = "tollgate.dev/lift-auto-suspend"
 )

@@ -26,6 +26,8 @@ type deciderCommand struct {
 	log              logOptions
 	engine           engineOptions
 	http             httpOptions
+	report           reportOptions
+	signing          signingOptions
 }
 
 func newDeciderCommand() command {
@@ -36,6 +38,7 @@ func newDeciderCommand() command {
 		tokenReview:     newTokenReviewOptions(),
 		decisionLog:     decisionLogOptions{enabled: true, buffer: decider.DefaultLogBuffer},
 		log:             logOptions{format: logFormatJSON},
+		report:          newReportOptions(),
 		engine: engineOptions{
 			decisionTTL: policy.DefaultDecisionTTL, rateLimiterKeys: policy.DefaultRateLimiterKeys,
 			evaluatorFailures: 5, evaluatorOpenFor: 10 * time.Second,
@@ -63,6 +66,8 @@ func (c *deciderCommand) BindFlags(fs *flag.FlagSet) {
 	c.log.bindLogJSON(fs)
 	c.engine.BindFlags(fs)
 	c.http.BindFlags(fs)
+	c.report.BindFlags(fs)
+	c.signing.BindFlags(fs)
 }
 
 // Run serves decisions until ctx ends or the bundle watch fails.
@@ -80,7 +85,16 @@ func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 		return err
 	}
 	store := c.engine.newStore()
-	srv := decider.NewServer(store, c.serverOptions(cs, log, cio))
+	opts := c.serverOptions(cs, log, cio)
+	if opts.Signer, err = c.signing.signer(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if opts.Reporter, err = c.report.reporter(ctx, &c.kube, c.bundleNamespace, store, log); err != nil {
+		return err
+	}
+	srv := decider.NewServer(store, opts)
 	return c.serve(ctx, srv, cs, store, log)
 }
 

@@ -77,7 +77,7 @@ func TestCompletionBash(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{"tollgate", "ver"}, "version"},
+		{[]string{"tollgate", "ver"}, "verify version"},
 		{[]string{"tollgate", "m"}, "manager mcp-proxy"},
 		{[]string{"tollgate", "install", "--pr"}, "--print"},
 		{[]string{"tollgate", "serve", "--bind"}, "--bind-address"},

@@ -29,6 +29,7 @@ type managerCommand struct {
 	leaderElect    bool
 	kube           kubeOptions
 	bundleInterval time.Duration
+	deciderReports bool
 	workers        int
 	webhooks       webhookOptions
 	log            logOptions
@@ -42,6 +43,7 @@ func newManagerCommand() command {
 		probeAddr:      ":8081",
 		kube:           kubeOptions{qps: 50, burst: 100},
 		bundleInterval: controller.DefaultBundleInterval,
+		deciderReports: true,
 		workers:        2,
 		log:            logOptions{format: logFormatJSON},
 	}
@@ -58,6 +60,8 @@ func (c *managerCommand) BindFlags(fs *flag.FlagSet) {
 		"Elect a leader (Lease "+leaderElectionID+") so only one replica runs the controllers.")
 	c.kube.BindFlags(fs, kubeconfigUsage)
 	c.kube.bindRateFlags(fs)
+	fs.BoolVar(&c.deciderReports, "decider-reports", c.deciderReports,
+		"fold the decider replicas' DeciderReports into status (ENFORCED, Enforced, Degraded, passport denials, autoSuspend)")
 	fs.DurationVar(&c.bundleInterval, "bundle-interval", c.bundleInterval,
 		"Minimum time between two writes of one namespace's bundle; updates within it coalesce.")
 	fs.IntVar(&c.workers, "max-concurrent-reconciles", c.workers, "Workers per controller.")
@@ -141,6 +145,7 @@ func (c *managerCommand) setup(ctx context.Context, mgr ctrl.Manager) error {
 		OperatorNamespace:       c.webhooks.namespace(),
 		BundleInterval:          c.bundleInterval,
 		MaxConcurrentReconciles: c.workers,
+		DeciderReports:          c.deciderReports,
 	}); err != nil {
 		return err
 	}

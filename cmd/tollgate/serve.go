@@ -38,6 +38,7 @@ type serveCommand struct {
 	tokenFile        string
 	kube             kubeOptions
 	tokenReview      tokenReviewOptions
+	signing          signingOptions
 }
 
 func newServeCommand() command {
@@ -63,6 +64,7 @@ func (c *serveCommand) BindFlags(flags *flag.FlagSet) {
 		"subject system:serviceaccount:<ns>:<name> or a ServiceAccount name); re-read on change and on SIGHUP")
 	c.kube.BindFlags(flags, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
 	c.tokenReview.BindFlags(flags)
+	c.signing.BindFlags(flags)
 	deprecatedAliases(flags,
 		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
 }
@@ -82,6 +84,10 @@ func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error
 	if err != nil {
 		return err
 	}
+	signer, err := c.signing.signer()
+	if err != nil {
+		return err
+	}
 	store := decider.NewStore()
 	fl := &fileLoader{paths: files, store: store, log: log}
 	if err := fl.reload(); err != nil {
@@ -89,7 +95,7 @@ func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error
 	}
 	srv := decider.NewServer(store, decider.Options{
 		DefaultNamespace: c.defaultNamespace, Logger: log, SeparateMetrics: c.listen.metricsAddr != "",
-		Authenticator: auth.authenticator, DecisionLog: c.decisionLog.open(cio.stderr),
+		Authenticator: auth.authenticator, DecisionLog: c.decisionLog.open(cio.stderr), Signer: signer,
 	})
 	l, err := c.listeners(ctx)
 	if err != nil {

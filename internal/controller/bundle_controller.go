@@ -321,7 +321,8 @@ func (r *BundleReconciler) eventHandler() handler.EventHandler {
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			// Status-only writes do not change the bundle.
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-				!labels.Equals(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+				!labels.Equals(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+				autoSuspensionChanged(e.ObjectOld, e.ObjectNew) { // the bundle carries it
 				enqueue(e.ObjectNew, q)
 			}
 		},

@@ -47,10 +47,12 @@ type namespaceRecord struct {
 type bundleState struct {
 	mu         sync.RWMutex
 	namespaces map[string]*namespaceRecord
+	// history maps recent revisions to the policy generations they held (for DeciderReports).
+	history *revisionHistory
 }
 
 func newBundleState() *bundleState {
-	return &bundleState{namespaces: map[string]*namespaceRecord{}}
+	return &bundleState{namespaces: map[string]*namespaceRecord{}, history: newRevisionHistory()}
 }
 
 // get returns a copy of the record of ns and whether the bundle writer has processed ns yet.
@@ -93,6 +95,7 @@ func (s *bundleState) put(ns string, rec namespaceRecord) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.namespaces[ns] = &rec
+	s.history.remember(ns, &rec)
 }
 
 // setWriteErr records a failed write for ns, keeping what is stored.

@@ -22,6 +22,7 @@ type PassportReconciler struct {
 	state       *bundleState
 	validations *validations
 	clock       func() time.Time
+	reports     *reportView // nil when decider reports are off
 }
 
 // +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=agentpassports,verbs=get;list;watch
@@ -31,7 +32,12 @@ type PassportReconciler struct {
 // Reconcile computes the passport's status and patches it when it changed.
 func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	return reconcileStatus(ctx, r.client, req.NamespacedName,
-		func() { r.validations.forgetPassport(req.NamespacedName) },
+		func() {
+			r.validations.forgetPassport(req.NamespacedName)
+			if r.reports != nil {
+				r.reports.forgetPassport(req.NamespacedName)
+			}
+		},
 		func(p *guardrailsv1alpha1.AgentPassport) any { return p.Status },
 		func(p, orig *guardrailsv1alpha1.AgentPassport) ctrl.Result {
 			facts := passportFacts{now: r.clock()}
@@ -45,10 +51,17 @@ func (r *PassportReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			} else {
 				facts.writeErr = rec.writeErr
 			}
+			if r.reports != nil {
+				rep := r.reports.passport(req.NamespacedName, facts.now, autoSuspendWithin(p.Spec.AutoSuspend))
+				facts.reports = &rep
+			}
 			status, expiresIn := passportStatus(p, facts)
 			p.Status = status
 			if orig.Status.Phase != status.Phase {
 				r.phaseEvent(p, orig.Status.Phase)
+			}
+			if autoSuspendEvent(r.recorder, p, orig.Status.AutoSuspension, facts.now) && r.reports != nil {
+				r.reports.resetDenials(req.NamespacedName, facts.now) // count afresh after a suspension or lift
 			}
 			// An active passport is revisited exactly at its expiresAt.
 			return ctrl.Result{RequeueAfter: max(expiresIn, 0)}

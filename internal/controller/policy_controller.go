@@ -23,6 +23,7 @@ type PolicyReconciler struct {
 	state       *bundleState
 	validations *validations
 	clock       func() time.Time
+	reports     *reportView // nil when decider reports are off
 }
 
 // +kubebuilder:rbac:groups=guardrails.tollgate.dev,resources=guardrailpolicies,verbs=get;list;watch
@@ -41,8 +42,15 @@ func (r *PolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			if ok && (enf.uid == "" || enf.uid == p.UID) {
 				facts.enforced = &enf
 			}
+			if r.reports != nil {
+				rep := r.reports.policy(p.Namespace, p.Name, facts.now, func(rev string) bool {
+					return r.state.history.holds(p.Namespace, rev, p.Name, p.UID, p.Generation)
+				})
+				facts.reports = &rep
+			}
 			p.Status = policyStatus(p, facts)
 			r.validityEvent(p, meta.FindStatusCondition(orig.Status.Conditions, guardrailsv1alpha1.ConditionValid))
+			reportEvents(r.recorder, p, orig.Status.Conditions)
 			return ctrl.Result{}
 		})
 }

@@ -34,6 +34,15 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// SkipNameValidation allows several managers with these controllers in one process (tests, demo).
 	SkipNameValidation bool
+	// DeciderReports folds the decider replicas' DeciderReports (in ReportNamespace, default the
+	// operator namespace) into status: GuardrailPolicy enforcement, Enforced and Degraded,
+	// AgentPassport recent denies and spec.autoSuspend.
+	DeciderReports bool
+	// ReportNamespace is where the deciders write their reports (default OperatorNamespace).
+	ReportNamespace string
+	// ReportRetention deletes reports this long after their last heartbeat (default
+	// DefaultReportRetention; negative keeps them).
+	ReportRetention time.Duration
 }
 
 // Controllers are the reconcilers SetupWithManager registered.
@@ -44,6 +53,8 @@ type Controllers struct {
 	Policies *PolicyReconciler
 	// Bundles writes the namespaces' bundles.
 	Bundles *BundleReconciler
+	// Reports folds the DeciderReports (nil unless Options.DeciderReports).
+	Reports *ReportReconciler
 }
 
 // SetupWithManager registers the AgentPassport, GuardrailPolicy and bundle reconcilers with mgr.
@@ -89,7 +100,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("agentpassport").
-		For(&guardrailsv1alpha1.AgentPassport{}, specChanged).
+		For(&guardrailsv1alpha1.AgentPassport{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.LabelChangedPredicate{}, predicate.AnnotationChangedPredicate{}))). // the lift annotation
 		WatchesRawSource(source.Channel[client.Object](passportEvents, &handler.EnqueueRequestForObject{})).
 		WithOptions(copts).
 		Complete(c.Passports); err != nil {
@@ -102,6 +114,11 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		WithOptions(copts).
 		Complete(c.Policies); err != nil {
 		return nil, fmt.Errorf("setting up the GuardrailPolicy controller: %w", err)
+	}
+	if opts.DeciderReports {
+		if err := setupReports(mgr, opts, c, state, copts, policyEvents, passportEvents); err != nil {
+			return nil, err
+		}
 	}
 	h := c.Bundles.eventHandler()
 	if err := ctrl.NewControllerManagedBy(mgr).

@@ -28,16 +28,18 @@ type passportFacts struct {
 	excluded *excludedPassport
 	// writeErr is the last bundle write error of the namespace ("" when the bundle is stored).
 	writeErr string
+	// reports is what the decider replicas report about the passport (nil when reports are off).
+	reports *passportReports
 }
 
-// passportStatus computes an AgentPassport's status from the object and facts, and how long until
-// the status changes on its own (expiry), 0 when it never does. It is pure: the previous status only
-// supplies condition transition times.
+// basePassportStatus computes an AgentPassport's status from the object and facts, and how long
+// until the status changes on its own (expiry), 0 when it never does. It is pure: the previous status
+// only supplies condition transition times. passportStatus adds what the decider reports say.
 //
 // Ready means "reconciled and enforced as declared": a suspended or revoked passport is Ready (reason
 // Suspended/Revoked) with Suspended=True, so GitOps health checks (kstatus) see it as Current. An
 // expired passport is Ready=False and Stalled=True (reason Expired): only a spec change revives it.
-func passportStatus(p *guardrailsv1alpha1.AgentPassport, f passportFacts) (guardrailsv1alpha1.AgentPassportStatus, time.Duration) {
+func basePassportStatus(p *guardrailsv1alpha1.AgentPassport, f passportFacts) (guardrailsv1alpha1.AgentPassportStatus, time.Duration) {
 	gen := p.Generation
 	st := guardrailsv1alpha1.AgentPassportStatus{
 		ObservedGeneration: gen,
@@ -125,11 +127,14 @@ type policyFacts struct {
 	writeErr string
 	// rejected says why the namespace's bundle does not compile as a whole ("" when it does).
 	rejected string
+	// reports is what the decider replicas report about the policy (nil when reports are off).
+	reports *policyReports
 }
 
-// policyStatus computes a GuardrailPolicy's status from the object and facts. It is pure: the previous
-// status only supplies condition transition times.
-func policyStatus(p *guardrailsv1alpha1.GuardrailPolicy, f policyFacts) guardrailsv1alpha1.GuardrailPolicyStatus {
+// basePolicyStatus computes a GuardrailPolicy's status from the object and facts. It is pure: the
+// previous status only supplies condition transition times. policyStatus adds what the decider
+// reports say.
+func basePolicyStatus(p *guardrailsv1alpha1.GuardrailPolicy, f policyFacts) guardrailsv1alpha1.GuardrailPolicyStatus {
 	gen := p.Generation
 	st := guardrailsv1alpha1.GuardrailPolicyStatus{
 		ObservedGeneration: gen,

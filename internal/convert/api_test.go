@@ -90,6 +90,7 @@ func fullPassport() *v1.AgentPassport {
 			ExpiresAt:      &expires,
 			Subjects:       v1.PassportSubjects{ServiceAccounts: []string{"coder"}},
 			UnmappedTools:  "Allow",
+			AutoSuspend:    &v1.AutoSuspend{Denials: 20, Within: metav1.Duration{Duration: 5 * time.Minute}, For: metav1.Duration{Duration: 2 * time.Hour}},
 		},
 	}
 }
@@ -561,9 +562,11 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 			"spec.externalEvaluator.timeout":          policy.DefaultEvaluatorTimeout.String(),
 		},
 		"guardrails.tollgate.dev_agentpassports.yaml": {
-			"spec.status":         policy.DefaultPassportStatus,
-			"spec.assuranceLevel": policy.DefaultAssuranceLevel,
-			"spec.owner.type":     policy.DefaultOwnerType,
+			"spec.status":             policy.DefaultPassportStatus,
+			"spec.assuranceLevel":     policy.DefaultAssuranceLevel,
+			"spec.owner.type":         policy.DefaultOwnerType,
+			"spec.autoSuspend.within": policy.DefaultAutoSuspendWithin.String(),
+			"spec.autoSuspend.for":    policy.DefaultAutoSuspendFor.String(),
 		},
 	}
 	// Documents with every defaultable field empty, as the defaulters leave them.
@@ -576,7 +579,7 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 	if err := (webhookv1alpha1.GuardrailPolicyDefaulter{}).Default(t.Context(), bare); err != nil {
 		t.Fatal(err)
 	}
-	bareP := &v1.AgentPassport{}
+	bareP := &v1.AgentPassport{Spec: v1.AgentPassportSpec{AutoSuspend: &v1.AutoSuspend{Denials: 1}}}
 	if err := (webhookv1alpha1.AgentPassportDefaulter{}).Default(t.Context(), bareP); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package convert
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -163,6 +164,7 @@ func (bb BundleBuilder) passports(in []*guardrailsv1alpha1.AgentPassport, outcom
 				if out.AgentID != "" {
 					holders[out.AgentID] = p.Name
 				}
+				conv.AutoSuspension = AutoSuspension(p)
 				kept = append(kept, conv)
 			}
 		}
@@ -191,4 +193,25 @@ func bundleOf(objs Objects, passports []policy.Passport, policies map[string]Pol
 		}
 	}
 	return b
+}
+
+// AutoSuspension is the automatic suspension in force recorded in p's status, as the bundle carries
+// it (nil when none). The decision endpoints stop applying it at its end on their own.
+func AutoSuspension(p *guardrailsv1alpha1.AgentPassport) *policy.AutoSuspension {
+	a := p.Status.AutoSuspension
+	if a == nil {
+		return nil
+	}
+	reason := fmt.Sprintf("%d denials within %s", a.Denials, autoSuspendWithin(p))
+	if a.LastDenyCode != "" {
+		reason += ", the last " + a.LastDenyCode
+	}
+	return &policy.AutoSuspension{Until: a.Until.UTC(), Reason: reason}
+}
+
+func autoSuspendWithin(p *guardrailsv1alpha1.AgentPassport) time.Duration {
+	if s := p.Spec.AutoSuspend; s != nil && s.Within.Duration > 0 {
+		return s.Within.Duration
+	}
+	return policy.DefaultAutoSuspendWithin
 }

@@ -72,18 +72,22 @@ var (
 	descSnapshots = prometheus.NewDesc("tollgate_bundles_loaded",
 		"Namespaces with a loaded snapshot.", nil, nil)
 	descPassports = prometheus.NewDesc("tollgate_passports",
-		"Passports of the served snapshots by bundle namespace and effective status (active, suspended, revoked, expired).",
+		"Passports of the served snapshots by bundle namespace and effective status (active, suspended, revoked, expired, auto_suspended).",
 		[]string{labelNamespace, labelStatus}, nil)
 	descPassportSuspended = prometheus.NewDesc("tollgate_passport_suspended",
-		"1 for each passport of a served snapshot that is denied every call: status suspended, revoked or expired (active passports have no series).",
+		"1 for each passport of a served snapshot that is denied every call: status suspended, revoked, expired or auto_suspended (active passports have no series).",
 		[]string{labelNamespace, labelPassport, labelStatus}, nil)
 )
 
-// statusExpired is the status label of an active passport past its expiresAt.
-const statusExpired = "expired"
+// Status label values besides spec.status: an active passport past its expiresAt, and one
+// suspended automatically (spec.autoSuspend) for now.
+const (
+	statusExpired       = "expired"
+	statusAutoSuspended = "auto_suspended"
+)
 
 // passportStatuses are the status label values of tollgate_passports, each reported (0 included).
-var passportStatuses = []string{policy.StatusActive, policy.StatusSuspended, policy.StatusRevoked, statusExpired}
+var passportStatuses = []string{policy.StatusActive, policy.StatusSuspended, policy.StatusRevoked, statusExpired, statusAutoSuspended}
 
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
@@ -121,9 +125,13 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		counts := make(map[string]int, len(passportStatuses))
-		snap.EachPassport(func(name, status string, expires time.Time) {
-			if status == policy.StatusActive && !expires.IsZero() && !now.Before(expires) {
+		snap.EachPassport(func(name, status string, expires, autoUntil time.Time) {
+			switch {
+			case status != policy.StatusActive:
+			case !expires.IsZero() && !now.Before(expires):
 				status = statusExpired
+			case now.Before(autoUntil):
+				status = statusAutoSuspended
 			}
 			status = closedLabel(passportStatusLabels, status)
 			counts[status]++

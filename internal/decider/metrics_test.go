@@ -22,6 +22,11 @@ func TestDenialAndPassportMetrics(t *testing.T) {
 	old := b.Passports[0]
 	old.Name, old.UID, old.Spec.AgentID, old.Spec.ExpiresAt = "old-agent", "uid-old", "ap_old", &expired
 	b.Passports = append(b.Passports, old)
+	// An active passport suspended automatically (spec.autoSuspend) until an hour from now.
+	auto := b.Passports[0]
+	auto.Name, auto.UID, auto.Spec.AgentID = "looping-agent", "uid-loop", "ap_loop"
+	auto.AutoSuspension = &policy.AutoSuspension{Until: time.Now().Add(time.Hour), Reason: "20 denials within 10m0s"}
+	b.Passports = append(b.Passports, auto)
 	// A policy naming its own tool, and one whose CEL fails at run time but fails open.
 	b.Policies = append(b.Policies,
 		policy.Policy{Name: "deploys", Spec: policy.PolicySpec{PolicyID: "deploys.v1", Priority: 300,
@@ -62,6 +67,8 @@ func TestDenialAndPassportMetrics(t *testing.T) {
 		`tollgate_passports{namespace="team-a",status="suspended"} 1`,
 		`tollgate_passports{namespace="team-a",status="expired"} 1`,
 		`tollgate_passports{namespace="team-a",status="revoked"} 0`,
+		`tollgate_passports{namespace="team-a",status="auto_suspended"} 1`,
+		`tollgate_passport_suspended{namespace="team-a",passport="looping-agent",status="auto_suspended"} 1`,
 		`tollgate_passport_suspended{namespace="team-a",passport="research-agent",status="suspended"} 1`,
 		`tollgate_passport_suspended{namespace="team-a",passport="old-agent",status="expired"} 1`,
 		`tollgate_evaluation_errors_total{policy="broken.v1"} 1`,
@@ -77,7 +84,7 @@ func TestDenialAndPassportMetrics(t *testing.T) {
 	}
 
 	// The next bundle drops old-agent and the deploys policy: their series go, the others stay.
-	b.Passports = b.Passports[:len(b.Passports)-1]
+	b.Passports = append(b.Passports[:len(b.Passports)-2], b.Passports[len(b.Passports)-1])
 	b.Policies = b.Policies[:len(b.Policies)-2]
 	if err := store.Load(b); err != nil {
 		t.Fatal(err)

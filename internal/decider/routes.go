@@ -15,6 +15,7 @@ const (
 	routeReady   = "readyz"
 	routeMetrics = "metrics"
 	routeStatus  = "status"
+	routeJWKS    = "jwks"
 	routeOther   = "other"
 )
 
@@ -23,7 +24,7 @@ const verifyPrefix = "/api/verify/policy/"
 
 // Answers of paths no route serves.
 const (
-	noRouteHint        = ": want POST /v1/decide, POST /v1/decide:batch, POST " + verifyPrefix + "{policy_id}, GET /healthz, /readyz, /metrics or /v1/status"
+	noRouteHint        = ": want POST /v1/decide, POST /v1/decide:batch, POST " + verifyPrefix + "{policy_id}, GET /healthz, /readyz, /metrics, /v1/status or /.well-known/jwks.json"
 	metricsNoRouteHint = ": this listener serves GET /metrics only"
 )
 
@@ -51,6 +52,7 @@ func (s *Server) routes() {
 		s.handle(s.mux, "GET /metrics", routeMetrics, s.metricsH)
 	}
 	s.handle(s.mux, "GET /v1/status", routeStatus, http.HandlerFunc(s.handleStatus))
+	s.handle(s.mux, "GET /.well-known/jwks.json", routeJWKS, http.HandlerFunc(s.handleJWKS))
 	// A path under the verify prefix that is not one {policy_id} segment (empty, or holding a
 	// slash) is the verify route's: its method check, then a 404 naming policy_id.
 	verifyAny := s.instrument(routeVerify, verify)

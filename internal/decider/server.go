@@ -57,6 +57,11 @@ type Options struct {
 	// SeparateMetrics leaves /metrics out of the Server's routes (404): serve MetricsHandler on a
 	// listener of its own instead.
 	SeparateMetrics bool
+	// Reporter counts decisions for the replica's DeciderReport (report.go); nil disables it.
+	Reporter *Reporter
+	// Signer signs every decision answered and serves its public keys at /.well-known/jwks.json
+	// (signing.go); nil answers unsigned decisions.
+	Signer *Signer
 }
 
 // Server is the decision service's HTTP transport, an http.Handler: POST /v1/decide, POST
@@ -96,7 +101,7 @@ func NewServer(store *Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	svc := NewService(store, ServiceOptions{DefaultNamespace: opts.DefaultNamespace, DecisionLog: opts.DecisionLog})
+	svc := NewService(store, ServiceOptions{DefaultNamespace: opts.DefaultNamespace, DecisionLog: opts.DecisionLog, Reporter: opts.Reporter})
 	s := &Server{svc: svc, store: store, opts: opts, log: opts.Logger,
 		inflight: newInFlight(opts.MaxInFlightBytes, opts.InFlightWait)}
 	m, err := newMetrics(svc)
@@ -185,6 +190,9 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request, caller *Ca
 	defer s.putBuf(buf)
 	b, err := appendDecision((*buf)[:0], d)
 	*buf = b
+	if err == nil && s.opts.Signer != nil {
+		b, err = s.opts.Signer.Sign(b)
+	}
 	if err != nil {
 		writeJSON(w, http.StatusOK, d)
 		return
@@ -230,7 +238,7 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, caller *Cal
 		if i > 0 {
 			b = append(b, ',')
 		}
-		if b, err = appendDecision(b, d); err != nil {
+		if b, err = s.appendSigned(b, d); err != nil {
 			writeJSON(w, http.StatusOK, batchResponse{Decisions: ds})
 			return
 		}
@@ -260,7 +268,17 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, caller *Ca
 		b = append(b, `,"passport_id":`...)
 		b = appendString(b, passportID)
 	}
-	writeRaw(w, http.StatusOK, append(b, "}}\n"...))
+	b = append(b, '}')
+	if s.opts.Signer != nil {
+		const prefix = len(`{"decision":`)
+		signed, err := s.opts.Signer.Sign(b[prefix:])
+		if err != nil {
+			writeJSON(w, http.StatusOK, verifyResponse{Decision: verifyDecision{Decision: d, PassportID: passportID}})
+			return
+		}
+		b = append(b[:prefix], signed...)
+	}
+	writeRaw(w, http.StatusOK, append(b, "}\n"...))
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, _ *http.Request) {

@@ -23,6 +23,7 @@ type Service struct {
 	store     *Store
 	defaultNS string
 	log       *DecisionLog
+	reporter  *Reporter
 
 	decisions *prometheus.CounterVec
 	latency   prometheus.Histogram
@@ -44,6 +45,8 @@ type ServiceOptions struct {
 	DefaultNamespace string
 	// DecisionLog receives one record per decision; nil disables it. Close closes it.
 	DecisionLog *DecisionLog
+	// Reporter counts every decision for the replica's DeciderReport; nil disables it.
+	Reporter *Reporter
 }
 
 // NewService returns a service deciding from store's snapshots.
@@ -52,6 +55,7 @@ func NewService(store *Store, opts ServiceOptions) *Service {
 		store:     store,
 		defaultNS: opts.DefaultNamespace,
 		log:       opts.DecisionLog,
+		reporter:  opts.Reporter,
 		idPrefix:  randomPrefix(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_decisions_total",
@@ -219,6 +223,7 @@ func (s *Service) record(d *policy.Decision, req *policy.Request, caller *Caller
 		s.toolDenials.WithLabelValues(ns, tool).Inc()
 	}
 	s.countEvalErrors(d, code)
+	s.reporter.count(snap, d, req)
 	l := s.log
 	if l == nil {
 		return

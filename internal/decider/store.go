@@ -40,6 +40,10 @@ type Store struct {
 	status map[string]*nsStatus
 	loads  atomic.Uint64 // successful loads
 	errs   atomic.Uint64 // failed loads
+
+	// changed receives a value (without blocking) whenever the served snapshots change, for the
+	// Reporter to report a new revision early.
+	changed chan struct{}
 }
 
 // nsStatus is the load history of one namespace.
@@ -73,7 +77,7 @@ func WithEvaluatorPool(p *EvaluatorPool) StoreOption {
 
 // NewStore returns an empty store.
 func NewStore(opts ...StoreOption) *Store {
-	s := &Store{status: map[string]*nsStatus{}}
+	s := &Store{status: map[string]*nsStatus{}, changed: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -159,6 +163,15 @@ func (s *Store) publish(snaps map[string]*policy.Snapshot, bundles []policy.Bund
 		s.loads.Add(1)
 	}
 	s.snaps.Store(&next)
+	s.notifyChanged()
+}
+
+// notifyChanged signals changed without blocking.
+func (s *Store) notifyChanged() {
+	select {
+	case s.changed <- struct{}{}:
+	default:
+	}
 }
 
 // RecordError records a failed load of namespace's bundle (for example a bundle that could not be
@@ -201,6 +214,7 @@ func (s *Store) Remove(namespace string) {
 	s.publishPolicyIDsLocked(namespace, nil)
 	s.publishToolNamesLocked(namespace, nil)
 	delete(s.status, namespace)
+	s.notifyChanged()
 }
 
 // Snapshot returns the namespace's current snapshot.

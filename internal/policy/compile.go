@@ -600,6 +600,9 @@ type Snapshot struct {
 
 	saOnce sync.Once
 	bySA   map[string][]string // ServiceAccount -> passports listing it (PassportsForServiceAccount)
+
+	compiled []*cPolicy  // every policy, by priority
+	report   reportIndex // numbering of policies and passports for reports (report.go)
 }
 
 // Compile validates and compiles b into a Snapshot. On failure the error is a *CompileError listing
@@ -713,6 +716,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	if len(bundleErrs.list) > 0 || len(objErrs) > 0 {
 		return nil, &CompileError{Bundle: bundleErrs.list, Objects: objErrs}
 	}
+	s.compiled = policies
 	return s, nil
 }
 

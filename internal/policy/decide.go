@@ -75,6 +75,9 @@ func (s *Snapshot) Decide(ctx context.Context, req Request) Decision {
 	if p.status != StatusActive {
 		return deny(d, CodePassportSuspended, "passport "+p.src.Name+" is "+p.status, "")
 	}
+	if sd, ok := autoSuspended(d, p, now); ok {
+		return sd
+	}
 	if !p.expires.IsZero() {
 		left := p.expires.Sub(now)
 		if left <= 0 {

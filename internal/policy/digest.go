@@ -46,6 +46,7 @@ func PassportDigest(p Passport) string {
 }
 
 func passportDigest(p Passport) (string, error) {
+	p.AutoSuspension = nil // status, not the passport
 	data, err := json.Marshal(p)
 	if err != nil {
 		return "", err

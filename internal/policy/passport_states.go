@@ -2,12 +2,16 @@ package policy
 
 import "time"
 
-// EachPassport calls fn with the name, effective status (spec.status, StatusActive when empty) and
-// expiry (zero when none) of every passport of the snapshot, in no particular order. It is what the
-// decision endpoint's metrics report; fn must not keep references beyond the call.
-func (s *Snapshot) EachPassport(fn func(name, status string, expires time.Time)) {
+// EachPassport calls fn with the name, status (spec.status, StatusActive when empty), expiry and
+// the end of an automatic suspension (zero when none) of every passport of the snapshot, in no
+// particular order. It is what the decision endpoint's metrics report.
+func (s *Snapshot) EachPassport(fn func(name, status string, expires, autoSuspendedUntil time.Time)) {
 	for name, p := range s.passports {
-		fn(name, p.status, p.expires)
+		var until time.Time
+		if a := p.src.AutoSuspension; a != nil {
+			until = a.Until
+		}
+		fn(name, p.status, p.expires, until)
 	}
 }
 

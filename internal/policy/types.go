@@ -38,6 +38,9 @@ type Passport struct {
 	Generation int64 `json:"generation,omitempty"`
 	// Spec is the passport spec, JSON-identical to AgentPassport.spec.
 	Spec PassportSpec `json:"spec"`
+	// AutoSuspension is set while the passport is suspended automatically (AgentPassport
+	// status.autoSuspension); it is not part of the passport's digest.
+	AutoSuspension *AutoSuspension `json:"autoSuspension,omitempty"`
 }
 
 // Policy is a GuardrailPolicy as the engine sees it: object identity plus spec.
@@ -87,6 +90,9 @@ type PassportSpec struct {
 	// UnmappedTools is Deny (default: a tool that maps to no capability is denied with
 	// oap.unknown_capability) or Allow.
 	UnmappedTools string `json:"unmappedTools,omitempty"`
+	// AutoSuspend suspends the passport automatically after repeated denials (acted on by the
+	// controllers).
+	AutoSuspend *AutoSuspend `json:"autoSuspend,omitempty"`
 }
 
 // UnmappedTools values.

@@ -44,14 +44,15 @@ const (
 	stageScale       = "scale"
 	stagePropagation = "propagation"
 	stageMCP         = "mcp"
+	stageReports     = "reports"
 )
 
 // stageNames are the stages in the order they run: the HTTP stage first, while this process's heap
 // is still small.
-var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation, stageMCP}
+var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation, stageMCP, stageReports}
 
 // tableOrder is the order of the stages' rows in the table (the numbering).
-var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale, stageMCP}
+var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale, stageMCP, stageReports}
 
 func main() {
 	if err := run(); err != nil {
@@ -112,7 +113,7 @@ func run() error {
 	}
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
 		stageHTTP: benchHTTP, stageEngine: benchEngine, stageScale: benchScale, stagePropagation: benchPropagation,
-		stageMCP: benchMCP,
+		stageMCP: benchMCP, stageReports: benchReports,
 	}
 	stageRows, stageNotes := map[string][]report.Row{}, map[string][]string{}
 	for _, name := range stageNames {

@@ -40,6 +40,14 @@ func (AgentPassportDefaulter) Default(_ context.Context, p *guardrailsv1alpha1.A
 	orDefault(&p.Spec.Status, policy.DefaultPassportStatus)
 	orDefault(&p.Spec.AssuranceLevel, policy.DefaultAssuranceLevel)
 	orDefault(&p.Spec.Owner.Type, policy.DefaultOwnerType)
+	if a := p.Spec.AutoSuspend; a != nil {
+		if a.Within.Duration <= 0 {
+			a.Within.Duration = policy.DefaultAutoSuspendWithin
+		}
+		if a.For.Duration <= 0 {
+			a.For.Duration = policy.DefaultAutoSuspendFor
+		}
+	}
 	return nil
 }
 
