@@ -10,6 +10,9 @@ log="$root/bin/test.log"
 mkdir -p "$root/bin"
 
 cd "$root"
+# The counter-store tests run real redis-server processes (Debian's package, installed if missing).
+REDIS_SERVER="$(hack/redis.sh)" || { echo "hack/redis.sh failed: redis-server is needed by the counter-store tests" >&2; exit 1; }
+export REDIS_SERVER
 go test ./... -count=1 -timeout 40m -v "$@" 2>&1 | sed -u 's/\x1b\[[0-9;]*m//g' > "$log"
 status=${PIPESTATUS[0]}
 

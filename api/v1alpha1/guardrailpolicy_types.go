@@ -489,6 +489,14 @@ type GuardrailPolicySpec struct {
 	// +optional
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
 
+	// budgets cap the sum of a numeric argument (e.g. amount) of matching tool calls per passport
+	// and period, counting a repeated call_id once.
+	// +kubebuilder:validation:MaxItems=16
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Budgets []Budget `json:"budgets,omitempty"`
+
 	// inputGuards screen text entering the model's context for prompt injection: user messages
 	// (pre_llm_call), tool results (post_tool_call) and, when asked, tool arguments (pre_tool_call).
 	// +optional

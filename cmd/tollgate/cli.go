@@ -99,8 +99,8 @@ func requestName(p string) string {
 	return "request " + p
 }
 
-// testCommand runs policy test files and reports a table (or JSON); the exit status is 1 when any
-// case fails or any test cannot run.
+// testCommand runs policy test files and reports a table, JSON, JUnit XML or GitHub workflow
+// annotations; the exit status is 1 when any case fails or any test cannot run.
 type testCommand struct {
 	output string
 }
@@ -109,13 +109,17 @@ func newTestCommand() command { return &testCommand{output: "table"} }
 
 // BindFlags registers test's flags.
 func (c *testCommand) BindFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.output, "o", c.output, "output format: table or json")
+	fs.StringVar(&c.output, "o", c.output, "output format: table, json, junit (JUnit XML) or github (GitHub Actions ::error annotations at each failing case's file and line)")
 }
 
 // Run runs the tests under the paths in args.
 func (c *testCommand) Run(ctx context.Context, cio *cmdIO, paths []string) error {
-	if c.output != "table" && c.output != "json" {
-		return usageError("-o %q: want table or json", c.output)
+	write := map[string]func(*policytester.Report, io.Writer) error{
+		"table": (*policytester.Report).WriteTable, "json": (*policytester.Report).WriteJSON,
+		"junit": (*policytester.Report).WriteJUnit, "github": (*policytester.Report).WriteGitHub,
+	}[c.output]
+	if write == nil {
+		return usageError("-o %q: want table, json, junit or github", c.output)
 	}
 	if len(paths) == 0 {
 		cio.usage()
@@ -125,12 +129,7 @@ func (c *testCommand) Run(ctx context.Context, cio *cmdIO, paths []string) error
 	if err != nil {
 		return err
 	}
-	if c.output == "json" {
-		err = rep.WriteJSON(cio.stdout)
-	} else {
-		err = rep.WriteTable(cio.stdout)
-	}
-	if err != nil {
+	if err := write(rep, cio.stdout); err != nil {
 		return err
 	}
 	if !rep.OK() {

@@ -223,7 +223,7 @@ func TestTestCommand(t *testing.T) {
 		{name: "broken policy under test", args: []string{"test", filepath.Join(tmp, "broken")}, wantCode: 1,
 			wantStdout: []string{"spec.rules[0].when"}},
 		{name: "no tests found", args: []string{"test", empty}, wantCode: 1, wantStderr: []string{"no test files"}},
-		{name: "bad output format", args: []string{"test", "-o", "yaml", "examples/tests"}, wantCode: 2, wantStderr: []string{"want table or json"}},
+		{name: "bad output format", args: []string{"test", "-o", "yaml", "examples/tests"}, wantCode: 2, wantStderr: []string{"want table, json, junit or github"}},
 		{name: "no paths", args: []string{"test"}, wantCode: 2, wantStderr: []string{"no test paths"}},
 	}
 	for _, tt := range tests {
@@ -244,6 +244,25 @@ func TestTestCommand(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("junit output", func(t *testing.T) {
+		res := runBin(t, "", "test", "-o", "junit", "examples/tests", failing)
+		if res.code != 1 || !strings.HasPrefix(res.stdout, "<?xml") {
+			t.Fatalf("exit %d, want 1 and XML: %s\n%s", res.code, res.stderr, res.stdout)
+		}
+		for _, w := range []string{`<testsuites name="tollgate test" tests="10" failures="1" errors="0"`, `<failure message="decision: got deny, want allow"`} {
+			if !strings.Contains(res.stdout, w) {
+				t.Errorf("JUnit lacks %s:\n%s", w, res.stdout)
+			}
+		}
+	})
+
+	t.Run("github output", func(t *testing.T) {
+		res := runBin(t, "", "test", "-o", "github", "examples/tests", failing)
+		if res.code != 1 || !strings.Contains(res.stdout, "::error file="+failing+",line=") || !strings.Contains(res.stdout, "9 passed, 1 failed") {
+			t.Fatalf("exit %d, want 1 and an annotation at %s: %s\n%s", res.code, failing, res.stderr, res.stdout)
+		}
+	})
 
 	t.Run("json output", func(t *testing.T) {
 		res := runBin(t, "", "test", "examples/tests", "-o", "json", failing)

@@ -28,6 +28,7 @@ type deciderCommand struct {
 	http             httpOptions
 	report           reportOptions
 	signing          signingOptions
+	tracing          tracingOptions
 }
 
 func newDeciderCommand() command {
@@ -36,11 +37,11 @@ func newDeciderCommand() command {
 		bundleNamespace: os.Getenv("POD_NAMESPACE"),
 		authentication:  true,
 		tokenReview:     newTokenReviewOptions(),
-		decisionLog:     decisionLogOptions{enabled: true, buffer: decider.DefaultLogBuffer},
+		decisionLog:     newDecisionLogOptions(true),
 		log:             logOptions{format: logFormatJSON},
 		report:          newReportOptions(),
 		engine: engineOptions{
-			decisionTTL: policy.DefaultDecisionTTL, rateLimiterKeys: policy.DefaultRateLimiterKeys,
+			decisionTTL: policy.DefaultDecisionTTL, counters: newCounterStoreOptions(),
 			evaluatorFailures: 5, evaluatorOpenFor: 10 * time.Second,
 		},
 		http: httpOptions{
@@ -48,6 +49,7 @@ func newDeciderCommand() command {
 			shutdown: decider.DefaultShutdownTimeout, read: decider.DefaultReadTimeout, write: decider.DefaultWriteTimeout,
 			idle: decider.DefaultIdleTimeout, readHeader: decider.DefaultReadHeaderTimeout,
 		},
+		tracing: tracingOptions{service: "tollgate-decider"},
 	}
 }
 
@@ -68,6 +70,7 @@ func (c *deciderCommand) BindFlags(fs *flag.FlagSet) {
 	c.http.BindFlags(fs)
 	c.report.BindFlags(fs)
 	c.signing.BindFlags(fs)
+	c.tracing.BindFlags(fs)
 }
 
 // Run serves decisions until ctx ends or the bundle watch fails.
@@ -84,8 +87,21 @@ func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 	if err != nil {
 		return err
 	}
-	store := c.engine.newStore()
-	opts := c.serverOptions(cs, log, cio)
+	store, closeCounters, err := c.engine.newStore(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCounters()
+	tp, stopTracing, err := c.tracing.tracerProvider(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
+	opts, err := c.serverOptions(cs, log, cio)
+	if err != nil {
+		return err
+	}
+	opts.TracerProvider = tp
 	if opts.Signer, err = c.signing.signer(); err != nil {
 		return err
 	}
@@ -99,7 +115,7 @@ func (c *deciderCommand) Run(ctx context.Context, cio *cmdIO, args []string) err
 }
 
 // serverOptions are the decision server's options: limits, authentication, decision log.
-func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger, cio *cmdIO) decider.Options {
+func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger, cio *cmdIO) (decider.Options, error) {
 	opts := decider.Options{DefaultNamespace: c.defaultNamespace, Logger: log}
 	c.http.apply(&opts)
 	if c.authentication {
@@ -107,8 +123,12 @@ func (c *deciderCommand) serverOptions(cs kubernetes.Interface, log *slog.Logger
 	} else {
 		log.Warn("authentication is off: any caller may present any passport")
 	}
-	opts.DecisionLog = c.decisionLog.open(cio.stdout)
-	return opts
+	dlog, err := c.decisionLog.open(cio.stdout, "stdout", log)
+	if err != nil {
+		return opts, err
+	}
+	opts.DecisionLog = dlog
+	return opts, nil
 }
 
 // serve runs the HTTP server and the bundle watch together: either ending stops the other.
@@ -128,30 +148,38 @@ func (c *deciderCommand) serve(ctx context.Context, srv *decider.Server, cs kube
 // engineOptions configure how the decider compiles and evaluates bundles.
 type engineOptions struct {
 	decisionTTL       time.Duration
-	rateLimiterKeys   int
+	counters          counterStoreOptions
 	evaluatorFailures int
 	evaluatorOpenFor  time.Duration
 }
 
-// BindFlags registers --decision-ttl, --rate-limiter-keys and the external evaluators' circuit flags.
+// BindFlags registers --decision-ttl, --rate-limiter-keys, the counter-store flags and the external
+// evaluators' circuit flags.
 func (o *engineOptions) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.decisionTTL, "decision-ttl", o.decisionTTL, "expires_in of decisions")
-	fs.IntVar(&o.rateLimiterKeys, "rate-limiter-keys", o.rateLimiterKeys, "maximum number of rate-limit counters")
+	fs.IntVar(&o.counters.memoryKeys, "rate-limiter-keys", o.counters.memoryKeys,
+		"maximum number of rate-limit and budget counters kept in memory (without --counter-store)")
+	o.counters.BindFlags(fs)
 	fs.IntVar(&o.evaluatorFailures, "evaluator-failure-threshold", o.evaluatorFailures,
 		"consecutive failures that open an external evaluator's circuit")
 	fs.DurationVar(&o.evaluatorOpenFor, "evaluator-open-for", o.evaluatorOpenFor,
 		"how long an open circuit fails calls before a trial call")
 }
 
-// newStore returns an empty store compiling with these options.
-func (o *engineOptions) newStore() *decider.Store {
+// newStore returns an empty store compiling with these options, and a function closing its
+// counter store.
+func (o *engineOptions) newStore(ctx context.Context, log *slog.Logger) (*decider.Store, func(), error) {
+	counterStore, closeCounters, err := o.counters.open(ctx, log)
+	if err != nil {
+		return nil, nil, err
+	}
 	return decider.NewStore(
-		decider.WithStoreRateLimiter(policy.NewRateLimiter(o.rateLimiterKeys)),
+		counterStore,
 		decider.WithEvaluatorPool(decider.NewEvaluatorPool(decider.EvaluatorConfig{
 			FailureThreshold: o.evaluatorFailures, OpenFor: o.evaluatorOpenFor,
 		})),
 		decider.WithCompileOptions(policy.WithDecisionTTL(o.decisionTTL)),
-	)
+	), closeCounters, nil
 }
 
 // httpOptions are the decision server's HTTP limits and timeouts.

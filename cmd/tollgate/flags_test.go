@@ -83,8 +83,8 @@ func TestDeprecatedAliases(t *testing.T) {
 // takes --bind-address, and the long-running ones --log-format.
 func TestFlagNamesAcrossCommands(t *testing.T) {
 	for name, flags := range map[string][]string{
-		"serve":   {"bind-address", "metrics-bind-address", "log-format", "default-namespace", "kubeconfig", "token-audience", "decision-log", "decision-log-include-input", "f", "filename"},
-		"decider": {"bind-address", "log-format", "default-namespace", "kubeconfig", "token-audience", "decision-log", "decision-log-include-input"},
+		"serve":   {"bind-address", "metrics-bind-address", "log-format", "default-namespace", "kubeconfig", "token-audience", "decision-log", "decision-log-include-input", "f", "filename", "counter-store", "counter-store-timeout"},
+		"decider": {"bind-address", "log-format", "default-namespace", "kubeconfig", "token-audience", "decision-log", "decision-log-include-input", "counter-store", "counter-store-timeout", "rate-limiter-keys"},
 		"demo":    {"bind-address"},
 		"manager": {"metrics-bind-address", "health-probe-bind-address", "log-format", "kubeconfig", "zap-encoder"},
 		"eval":    {"default-namespace", "f", "filename"},

@@ -60,7 +60,7 @@ func newMCPProxyCommand() command {
 		deciderTok:  os.Getenv(client.EnvTokenFile),
 		passport:    os.Getenv(client.EnvPassport),
 		review:      newTokenReviewOptions(),
-		decisionLog: decisionLogOptions{buffer: decider.DefaultLogBuffer},
+		decisionLog: newDecisionLogOptions(false),
 		log:         logOptions{format: logFormatText},
 		session:     mcpproxy.DefaultSessionTimeout,
 		connect:     mcpproxy.DefaultConnectTimeout,
@@ -230,14 +230,18 @@ func (c *mcpProxyCommand) decisions(ctx context.Context, cio *cmdIO, log *slog.L
 		return nil, nil, nil, usageError("say where decisions come from, once: -f PATH (manifests, in process), --bundle-namespace NS (the cluster's bundles, in process) or --decider-url URL (a decision endpoint)")
 	}
 	if c.deciderURL != "" {
-		if c.decisionLog.enabled {
+		if c.decisionLog.on() {
 			return nil, nil, nil, usageError("--decision-log: the decision endpoint at --decider-url keeps the decision log")
 		}
 		cl := &client.Client{URL: c.deciderURL, Passport: c.passport, TokenFile: c.deciderTok}
 		return &mcpproxy.Remote{Client: cl}, func() bool { return true }, func() {}, nil
 	}
+	dlog, err := c.decisionLog.open(cio.stderr, "stderr", log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	store := decider.NewStore()
-	svc := decider.NewService(store, decider.ServiceOptions{DefaultNamespace: c.defaultNS, DecisionLog: c.decisionLog.open(cio.stderr)})
+	svc := decider.NewService(store, decider.ServiceOptions{DefaultNamespace: c.defaultNS, DecisionLog: dlog})
 	ctx, cancel := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	stop := func() {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	uzap "go.uber.org/zap"
@@ -199,17 +201,33 @@ func (o *listenOptions) bindMetricsFlag(fs *flag.FlagSet) {
 		"serve /metrics on this address instead (empty: on --bind-address)")
 }
 
-// decisionLogOptions switch the decision log on and say what it holds.
+// decisionLogOptions switch the decision log and its sinks on and say what it holds: the stream
+// (--decision-log: the command's stdout or stderr), a rotating file (--decision-log-file), an HTTP
+// collector (--decision-log-url), and the masks applied before any of them.
 type decisionLogOptions struct {
 	enabled      bool
 	includeInput bool
 	// toolInput is the deprecated --decision-log-tool-input; either flag includes the input.
 	toolInput bool
 	buffer    int
+	masks     maskList
+	maskFile  string
+	file      decider.FileConfig
+	http      decider.HTTPSinkConfig
 }
 
-// BindFlags registers --decision-log, --decision-log-include-input and --decision-log-buffer (and
-// the deprecated --decision-log-tool-input).
+// newDecisionLogOptions returns the defaults, with the stream sink on or off.
+func newDecisionLogOptions(stream bool) decisionLogOptions {
+	return decisionLogOptions{
+		enabled: stream, buffer: decider.DefaultLogBuffer,
+		file: decider.FileConfig{MaxSizeMB: 100, MaxBackups: 5},
+		http: decider.HTTPSinkConfig{Format: decider.HTTPFormatNDJSON, Buffer: decider.DefaultHTTPSinkBuffer,
+			BatchSize: decider.DefaultHTTPSinkBatch, FlushInterval: decider.DefaultHTTPSinkFlushInterval},
+	}
+}
+
+// BindFlags registers --decision-log, --decision-log-include-input, --decision-log-buffer (and
+// the deprecated --decision-log-tool-input), the sinks' flags and --decision-log-mask(-file).
 func (o *decisionLogOptions) BindFlags(fs *flag.FlagSet, dest string) {
 	fs.BoolVar(&o.enabled, "decision-log", o.enabled, "write one JSON record per decision to "+dest)
 	fs.BoolVar(&o.includeInput, "decision-log-include-input", o.includeInput,
@@ -217,14 +235,106 @@ func (o *decisionLogOptions) BindFlags(fs *flag.FlagSet, dest string) {
 	fs.BoolVar(&o.toolInput, "decision-log-tool-input", o.toolInput, deprecatedPrefix+"decision-log-include-input")
 	fs.IntVar(&o.buffer, "decision-log-buffer", o.buffer,
 		"decision-log buffer in records (records beyond it are dropped and counted)")
+	fs.Var(&o.masks, "decision-log-mask", "remove a field from every decision-log record, or replace its value: "+
+		"a JSON pointer or dotted `path`, optionally =VALUE (e.g. /tool_input/password, tool_input.token=\"***\", /dry_run/*/modified_input); repeatable")
+	fs.StringVar(&o.maskFile, "decision-log-mask-file", o.maskFile, "read --decision-log-mask rules from `FILE`, one per line (# comments)")
+	fs.StringVar(&o.file.Path, "decision-log-file", o.file.Path, "also write the decision log to this `file`, rotated by size")
+	fs.IntVar(&o.file.MaxSizeMB, "decision-log-file-max-size", o.file.MaxSizeMB, "rotate the decision-log file beyond this many `MB`")
+	fs.IntVar(&o.file.MaxBackups, "decision-log-file-max-backups", o.file.MaxBackups, "rotated decision-log files kept (0: all)")
+	fs.IntVar(&o.file.MaxAgeDays, "decision-log-file-max-age", o.file.MaxAgeDays, "remove rotated decision-log files older than this many `days` (0: never)")
+	fs.BoolVar(&o.file.Compress, "decision-log-file-compress", o.file.Compress, "gzip rotated decision-log files")
+	fs.StringVar(&o.http.URL, "decision-log-url", o.http.URL,
+		"also POST the decision log to this `URL` in gzipped batches (OPA's decision-log convention), retrying with backoff")
+	fs.StringVar(&o.http.Format, "decision-log-url-format", o.http.Format, "body of the POSTs: ndjson (JSON lines) or array (one JSON array, as OPA)")
+	fs.IntVar(&o.http.Buffer, "decision-log-url-buffer", o.http.Buffer,
+		"records held for --decision-log-url until the receiver takes them (beyond it, while the receiver is down, records are dropped and counted)")
+	fs.IntVar(&o.http.BatchSize, "decision-log-url-batch", o.http.BatchSize, "records per POST at most")
+	fs.DurationVar(&o.http.FlushInterval, "decision-log-url-flush-interval", o.http.FlushInterval, "how long a record waits for its batch to fill")
+	fs.StringVar(&o.http.TokenFile, "decision-log-url-token-file", o.http.TokenFile, "send the token in `FILE` as a bearer token with each POST (re-read each time)")
 }
 
-// open returns the decision log writing to w, or nil when it is off.
-func (o *decisionLogOptions) open(w io.Writer) *decider.DecisionLog {
-	if !o.enabled {
-		return nil
+// on reports whether any sink is on.
+func (o *decisionLogOptions) on() bool {
+	return o.enabled || o.file.Path != "" || o.http.URL != ""
+}
+
+// open returns the decision log with its sinks (the stream w named name, the file, the URL), or nil
+// when none is on.
+func (o *decisionLogOptions) open(w io.Writer, name string, log *slog.Logger) (*decider.DecisionLog, error) {
+	if !o.on() {
+		return nil, nil
 	}
-	return decider.NewDecisionLog(w, o.buffer, o.includeInput || o.toolInput)
+	masks := []decider.Mask(o.masks)
+	if o.maskFile != "" {
+		fromFile, err := readMaskFile(o.maskFile)
+		if err != nil {
+			return nil, err
+		}
+		masks = append(masks, fromFile...)
+	}
+	var sinks []decider.Sink
+	if o.enabled {
+		sinks = append(sinks, decider.NewWriterSink(name, w))
+	}
+	if o.file.Path != "" {
+		sinks = append(sinks, decider.NewFileSink(o.file))
+	}
+	if o.http.URL != "" {
+		cfg := o.http
+		cfg.Logger = log
+		hs, err := decider.NewHTTPSink(cfg)
+		if err != nil {
+			return nil, usageError("--decision-log-url: %v", err)
+		}
+		sinks = append(sinks, hs)
+	}
+	return decider.NewDecisionLogWith(decider.LogConfig{Sinks: sinks, Buffer: o.buffer,
+		IncludeInput: o.includeInput || o.toolInput, Masks: masks})
+}
+
+// maskList is the flag.Value of the repeatable --decision-log-mask: each value is one rule.
+type maskList []decider.Mask
+
+func (m *maskList) String() string {
+	if m == nil {
+		return ""
+	}
+	out := make([]string, len(*m))
+	for i, r := range *m {
+		out[i] = r.String()
+	}
+	return strings.Join(out, " ")
+}
+
+// Set parses and adds one rule.
+func (m *maskList) Set(v string) error {
+	r, err := decider.ParseMask(v)
+	if err != nil {
+		return err
+	}
+	*m = append(*m, r)
+	return nil
+}
+
+// readMaskFile reads one mask rule per line; blank lines and lines starting with # are skipped.
+func readMaskFile(path string) ([]decider.Mask, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--decision-log-mask-file: %w", err)
+	}
+	var out []decider.Mask
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		r, err := decider.ParseMask(line)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, i+1, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // tokenReviewOptions configure the TokenReview authenticator of ServiceAccount tokens.

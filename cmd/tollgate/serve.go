@@ -39,15 +39,19 @@ type serveCommand struct {
 	kube             kubeOptions
 	tokenReview      tokenReviewOptions
 	signing          signingOptions
+	counters         counterStoreOptions
+	tracing          tracingOptions
 }
 
 func newServeCommand() command {
 	return &serveCommand{
+		counters:    newCounterStoreOptions(),
 		listen:      listenOptions{addr: "127.0.0.1:8080"},
 		watch:       true,
 		log:         logOptions{format: logFormatText},
-		decisionLog: decisionLogOptions{buffer: decider.DefaultLogBuffer},
+		decisionLog: newDecisionLogOptions(false),
 		tokenReview: newTokenReviewOptions(),
+		tracing:     tracingOptions{service: "tollgate-serve"},
 	}
 }
 
@@ -65,6 +69,8 @@ func (c *serveCommand) BindFlags(flags *flag.FlagSet) {
 	c.kube.BindFlags(flags, "require a ServiceAccount bearer token checked with TokenReview through this kubeconfig")
 	c.tokenReview.BindFlags(flags)
 	c.signing.BindFlags(flags)
+	c.counters.BindFlags(flags)
+	c.tracing.BindFlags(flags)
 	deprecatedAliases(flags,
 		alias{"addr", "bind-address"}, alias{"metrics-addr", "metrics-bind-address"}, alias{"namespace", "default-namespace"})
 }
@@ -88,14 +94,28 @@ func (c *serveCommand) Run(ctx context.Context, cio *cmdIO, args []string) error
 	if err != nil {
 		return err
 	}
-	store := decider.NewStore()
+	counterStore, closeCounters, err := c.counters.open(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeCounters()
+	store := decider.NewStore(counterStore)
 	fl := &fileLoader{paths: files, store: store, log: log}
 	if err := fl.reload(); err != nil {
 		return err
 	}
+	tp, stopTracing, err := c.tracing.tracerProvider(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(stopTracing, log)
+	dlog, err := c.decisionLog.open(cio.stderr, "stderr", log)
+	if err != nil {
+		return err
+	}
 	srv := decider.NewServer(store, decider.Options{
 		DefaultNamespace: c.defaultNamespace, Logger: log, SeparateMetrics: c.listen.metricsAddr != "",
-		Authenticator: auth.authenticator, DecisionLog: c.decisionLog.open(cio.stderr), Signer: signer,
+		Authenticator: auth.authenticator, DecisionLog: dlog, TracerProvider: tp, Signer: signer,
 	})
 	l, err := c.listeners(ctx)
 	if err != nil {
@@ -314,10 +334,10 @@ func (l *fileLoader) reload() error {
 	l.loaded = loaded
 	policies, passports := 0, 0
 	for _, o := range set.Objects {
-		if o.Policy != nil {
-			policies++
-		} else {
+		if o.Passport != nil {
 			passports++
+		} else {
+			policies++
 		}
 	}
 	l.log.Info("loaded manifests", "files", len(set.Files), "policies", policies, "passports", passports,

@@ -20,6 +20,7 @@ const chartDir = "../../charts/tollgate"
 // The objects every rendering has, whatever the options (kind/namespace/name).
 var alwaysRendered = []string{
 	"CustomResourceDefinition//agentpassports.guardrails.tollgate.dev",
+	"CustomResourceDefinition//clusterguardrailpolicies.guardrails.tollgate.dev",
 	"CustomResourceDefinition//guardrailpolicies.guardrails.tollgate.dev",
 	"ServiceAccount/tollgate-system/tollgate-controller-manager",
 	"ServiceAccount/tollgate-system/tollgate-decider",
@@ -38,6 +39,9 @@ var alwaysRendered = []string{
 	"ClusterRole//tollgate-agentpassport-admin-role",
 	"ClusterRole//tollgate-agentpassport-editor-role",
 	"ClusterRole//tollgate-agentpassport-viewer-role",
+	"ClusterRole//tollgate-clusterguardrailpolicy-admin-role",
+	"ClusterRole//tollgate-clusterguardrailpolicy-editor-role",
+	"ClusterRole//tollgate-clusterguardrailpolicy-viewer-role",
 	"Role/tollgate-system/tollgate-decider-bundle-reader",
 	"RoleBinding/tollgate-system/tollgate-decider-bundle-reader",
 	"ClusterRole//tollgate-decider-tokenreview",
@@ -429,6 +433,12 @@ func TestRenderReleaseNameAndNamespace(t *testing.T) {
 				svc := wh["clientConfig"].(map[string]any)["service"].(map[string]any)
 				if svc["name"] != "prod-tollgate-webhook-service" || svc["namespace"] != "guard" {
 					t.Errorf("%s webhook %s calls %v", kind, wh["name"], svc)
+				}
+				if strings.HasPrefix(wh["name"].(string), "mclusterguardrailpolicy") || strings.HasPrefix(wh["name"].(string), "vclusterguardrailpolicy") {
+					if wh["namespaceSelector"] != nil {
+						t.Errorf("%s webhook %s of a cluster-scoped kind has a namespaceSelector", kind, wh["name"])
+					}
+					continue // cluster-scoped objects are in no namespace
 				}
 				excluded := wh["namespaceSelector"].(map[string]any)["matchExpressions"].([]any)[0].(map[string]any)["values"]
 				if !slices.Contains(toStrings(excluded), "guard") {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,13 +42,15 @@ type BundleReconciler struct {
 	validations *validations
 	pacer       *pacer
 
-	policyEvents   chan<- event.GenericEvent
-	passportEvents chan<- event.GenericEvent
+	policyEvents        chan<- event.GenericEvent
+	passportEvents      chan<- event.GenericEvent
+	clusterPolicyEvents chan<- event.GenericEvent
 
 	writes atomic.Int64
 }
 
 // +kubebuilder:rbac:groups="",namespace=tollgate-system,resources=configmaps,verbs=get;list;watch;create;update;patch;delete;deletecollection
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 
 // Writes returns how many bundle ConfigMap writes (creates, updates and deletes) were made.
 func (r *BundleReconciler) Writes() int64 { return r.writes.Load() }
@@ -68,27 +71,46 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	if len(passports.Items) == 0 && len(policies.Items) == 0 {
+		prev, known := r.state.get(ns)
+		if known && prev.empty {
+			return ctrl.Result{}, nil
+		}
 		if err := r.client.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(r.opNS),
 			client.MatchingLabels(bundlestore.NamespaceSelector(ns))); err != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting the bundle of %s: %w", ns, err)
 		}
 		r.writes.Add(1)
-		r.state.forget(ns)
+		if err := r.client.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}); apierrors.IsNotFound(err) {
+			r.state.forget(ns) // the namespace is gone: nothing to remember
+		} else {
+			r.state.put(ns, namespaceRecord{empty: true})
+		}
 		r.validations.forgetNamespace(ns)
+		r.notifyClusterPolicies(ctx, prev.policies)
 		log.V(1).Info("deleted bundle: the namespace has no passports or policies left")
 		return ctrl.Result{}, nil
 	}
 
 	prev, known := r.state.get(ns)
+	if known && prev.empty {
+		known = false
+	}
 	if !known {
 		prev = r.loadStored(ctx, ns)
 	}
-	built := r.builder(prev).Build(namespaceObjects(ns, passports.Items, policies.Items))
+	clusterPolicies, err := r.clusterPolicies(ctx, ns, prev)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	objs := namespaceObjects(ns, passports.Items, policies.Items)
+	objs.ClusterPolicies = clusterPolicies
+	built := r.builder(prev).Build(objs)
 	if built.Err != nil {
 		// Not even the last good policies compile together: keep what is stored and retry.
 		r.state.setWriteErr(ns, built.Err.Error())
 		if prev.writeErr == "" {
 			r.notifyAll(ctx, ns, passports.Items, policies.Items)
+			r.notifyClusterPolicies(ctx, prev.policies)
 		}
 		return ctrl.Result{}, built.Err
 	}
@@ -101,6 +123,7 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 			r.state.setWriteErr(ns, err.Error())
 			if prev.writeErr == "" {
 				r.notifyAll(ctx, ns, passports.Items, policies.Items)
+				r.notifyClusterPolicies(ctx, prev.policies)
 			}
 			return ctrl.Result{}, err
 		}
@@ -110,10 +133,11 @@ func (r *BundleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		log.Info("the policies' current generations do not compile together; their last good versions stay in the bundle",
 			"errors", policy.JoinErrors(built.Rejected.Errors(), "; "))
 	}
-	next := record(rev, policies.Items, built)
+	next := record(rev, policies.Items, clusterPolicies, built)
 	r.state.put(ns, next)
 	if !known || prev.writeErr != "" {
 		r.notifyAll(ctx, ns, passports.Items, policies.Items)
+		r.notifyClusterPolicies(ctx, prev.policies, next.policies)
 	} else {
 		r.notifyChanged(ctx, ns, prev, next, policies.Items)
 	}
@@ -129,6 +153,14 @@ func (r *BundleReconciler) builder(prev namespaceRecord) convert.BundleBuilder {
 		Passport: r.validations.passport,
 		LastGood: func(p *guardrailsv1alpha1.GuardrailPolicy) (policy.Policy, bool) {
 			old, ok := prev.policies[p.Name]
+			if !ok || (old.uid != "" && old.uid != p.UID) {
+				return policy.Policy{}, false
+			}
+			return old.spec, true
+		},
+		ClusterPolicy: r.validations.clusterPolicy,
+		LastGoodCluster: func(p *guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, bool) {
+			old, ok := prev.policies[convert.ClusterPolicyName(p.Name)]
 			if !ok || (old.uid != "" && old.uid != p.UID) {
 				return policy.Policy{}, false
 			}
@@ -158,7 +190,7 @@ func namespaceObjects(ns string, passports []guardrailsv1alpha1.AgentPassport, p
 }
 
 // record describes the stored bundle built at revision rev for the status reconcilers.
-func record(rev string, policies []guardrailsv1alpha1.GuardrailPolicy, built convert.BuiltBundle) namespaceRecord {
+func record(rev string, policies []guardrailsv1alpha1.GuardrailPolicy, cluster []*guardrailsv1alpha1.ClusterGuardrailPolicy, built convert.BuiltBundle) namespaceRecord {
 	rec := namespaceRecord{revision: rev, policies: map[string]enforcedPolicy{}, excluded: map[string]excludedPassport{}}
 	if built.Rejected != nil {
 		rec.rejected = policy.JoinErrors(built.Rejected.Errors(), "; ")
@@ -167,6 +199,12 @@ func record(rev string, policies []guardrailsv1alpha1.GuardrailPolicy, built con
 		p := &policies[i]
 		if out := built.Policies[p.Name]; out.Enforced != nil {
 			rec.policies[p.Name] = enforcedPolicy{uid: p.UID, spec: *out.Enforced, selected: int32(out.Selected)}
+		}
+	}
+	for _, p := range cluster {
+		name := convert.ClusterPolicyName(p.Name)
+		if out := built.Policies[name]; out.Enforced != nil {
+			rec.policies[name] = enforcedPolicy{uid: p.UID, spec: *out.Enforced, selected: int32(out.Selected)}
 		}
 	}
 	for name, out := range built.Passports {
@@ -261,17 +299,18 @@ func (r *BundleReconciler) notifyChanged(ctx context.Context, ns string, prev, n
 		for i := range policies {
 			r.send(ctx, r.policyEvents, &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: policies[i].Name}})
 		}
+		r.notifyClusterPolicies(ctx, prev.policies, next.policies)
 	}
 	for name, n := range next.policies {
 		o, ok := prev.policies[name]
 		if !ok || o.uid != n.uid || o.spec.Generation != n.spec.Generation || o.selected != n.selected ||
 			len(o.spec.Spec.Rules) != len(n.spec.Spec.Rules) {
-			r.send(ctx, r.policyEvents, &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			r.notifyPolicy(ctx, ns, name)
 		}
 	}
 	for name := range prev.policies {
 		if _, ok := next.policies[name]; !ok {
-			r.send(ctx, r.policyEvents, &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+			r.notifyPolicy(ctx, ns, name)
 		}
 	}
 	for name, n := range next.excluded {
@@ -293,6 +332,28 @@ func (r *BundleReconciler) notifyAll(ctx context.Context, ns string, passports [
 	}
 	for i := range passports {
 		r.send(ctx, r.passportEvents, &guardrailsv1alpha1.AgentPassport{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: passports[i].Name}})
+	}
+}
+
+// notifyPolicy asks the status reconciler of policy name of ns's bundle (a GuardrailPolicy, or a
+// ClusterGuardrailPolicy as cluster/<name>) to revisit it.
+func (r *BundleReconciler) notifyPolicy(ctx context.Context, ns, name string) {
+	if cluster, ok := strings.CutPrefix(name, guardrailsv1alpha1.ClusterPolicyPrefix); ok {
+		r.send(ctx, r.clusterPolicyEvents, &guardrailsv1alpha1.ClusterGuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Name: cluster}})
+		return
+	}
+	r.send(ctx, r.policyEvents, &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+}
+
+// notifyClusterPolicies asks the ClusterGuardrailPolicy status reconciler to revisit every cluster
+// policy of the given bundle records.
+func (r *BundleReconciler) notifyClusterPolicies(ctx context.Context, records ...map[string]enforcedPolicy) {
+	for _, rec := range records {
+		for name := range rec {
+			if cluster, ok := strings.CutPrefix(name, guardrailsv1alpha1.ClusterPolicyPrefix); ok {
+				r.send(ctx, r.clusterPolicyEvents, &guardrailsv1alpha1.ClusterGuardrailPolicy{ObjectMeta: metav1.ObjectMeta{Name: cluster}})
+			}
+		}
 	}
 }
 

@@ -39,6 +39,8 @@ type namespaceRecord struct {
 	policies map[string]enforcedPolicy
 	// excluded are the passports left out of the stored bundle, by name.
 	excluded map[string]excludedPassport
+	// empty is true when the namespace holds no passports or policies and its bundle was deleted.
+	empty bool
 }
 
 // bundleState is the bundle writer's mutable view of every namespace's stored bundle, read by the
@@ -117,4 +119,42 @@ func (s *bundleState) forget(ns string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.namespaces, ns)
+}
+
+// clusterEnforcement is what one namespace's stored bundle holds of a cluster policy.
+type clusterEnforcement struct {
+	// enforced is the cluster policy in the bundle; ok is false when the bundle does not hold it.
+	enforced enforcedPolicy
+	ok       bool
+	// writeErr and rejected are the namespace's (see namespaceRecord).
+	writeErr, rejected string
+}
+
+// clusterPolicy returns, for every namespace the bundle writer processed and found holding
+// passports or policies, what its bundle holds of policy name (cluster/<name>).
+func (s *bundleState) clusterPolicy(name string) map[string]clusterEnforcement {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string]clusterEnforcement, len(s.namespaces))
+	for ns, rec := range s.namespaces {
+		if rec.empty {
+			continue
+		}
+		p, ok := rec.policies[name]
+		out[ns] = clusterEnforcement{enforced: p, ok: ok, writeErr: rec.writeErr, rejected: rec.rejected}
+	}
+	return out
+}
+
+// holding returns the namespaces whose stored bundle holds policy name.
+func (s *bundleState) holding(name string) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for ns, rec := range s.namespaces {
+		if _, ok := rec.policies[name]; ok {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

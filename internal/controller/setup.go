@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,13 +52,16 @@ type Controllers struct {
 	Passports *PassportReconciler
 	// Policies reconciles GuardrailPolicy status.
 	Policies *PolicyReconciler
+	// ClusterPolicies reconciles ClusterGuardrailPolicy status.
+	ClusterPolicies *ClusterPolicyReconciler
 	// Bundles writes the namespaces' bundles.
 	Bundles *BundleReconciler
 	// Reports folds the DeciderReports (nil unless Options.DeciderReports).
 	Reports *ReportReconciler
 }
 
-// SetupWithManager registers the AgentPassport, GuardrailPolicy and bundle reconcilers with mgr.
+// SetupWithManager registers the AgentPassport, GuardrailPolicy, ClusterGuardrailPolicy and bundle
+// reconcilers with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	_, err := Setup(mgr, opts)
 	return err
@@ -86,15 +90,18 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	recorder := mgr.GetEventRecorder("tollgate-controller")
 	policyEvents := make(chan event.GenericEvent, 1024)
 	passportEvents := make(chan event.GenericEvent, 1024)
+	clusterPolicyEvents := make(chan event.GenericEvent, 1024)
 	specChanged := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))
 
 	c := &Controllers{
 		Passports: &PassportReconciler{client: mgr.GetClient(), recorder: recorder, state: state, validations: vals, clock: time.Now},
 		Policies:  &PolicyReconciler{client: mgr.GetClient(), recorder: recorder, state: state, validations: vals, clock: time.Now},
+		ClusterPolicies: &ClusterPolicyReconciler{client: mgr.GetClient(), recorder: recorder, state: state,
+			validations: vals, clock: time.Now},
 		Bundles: &BundleReconciler{
 			client: mgr.GetClient(), reader: mgr.GetAPIReader(), opNS: opts.OperatorNamespace,
 			state: state, validations: vals, pacer: newPacer(opts.BundleInterval),
-			policyEvents: policyEvents, passportEvents: passportEvents,
+			policyEvents: policyEvents, passportEvents: passportEvents, clusterPolicyEvents: clusterPolicyEvents,
 		},
 	}
 
@@ -115,6 +122,14 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		Complete(c.Policies); err != nil {
 		return nil, fmt.Errorf("setting up the GuardrailPolicy controller: %w", err)
 	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("clusterguardrailpolicy").
+		For(&guardrailsv1alpha1.ClusterGuardrailPolicy{}, specChanged).
+		WatchesRawSource(source.Channel[client.Object](clusterPolicyEvents, &handler.EnqueueRequestForObject{})).
+		WithOptions(copts).
+		Complete(c.ClusterPolicies); err != nil {
+		return nil, fmt.Errorf("setting up the ClusterGuardrailPolicy controller: %w", err)
+	}
 	if opts.DeciderReports {
 		if err := setupReports(mgr, opts, c, state, copts, policyEvents, passportEvents); err != nil {
 			return nil, err
@@ -125,6 +140,8 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 		Named("bundle").
 		Watches(&guardrailsv1alpha1.AgentPassport{}, h).
 		Watches(&guardrailsv1alpha1.GuardrailPolicy{}, h).
+		Watches(&guardrailsv1alpha1.ClusterGuardrailPolicy{}, c.Bundles.clusterPolicyHandler()).
+		Watches(&corev1.Namespace{}, c.Bundles.namespaceHandler(), builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(copts).
 		Complete(c.Bundles); err != nil {
 		return nil, fmt.Errorf("setting up the bundle controller: %w", err)

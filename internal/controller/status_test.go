@@ -273,7 +273,7 @@ func TestCountSelected(t *testing.T) {
 	if built.Err != nil {
 		t.Fatal(built.Err)
 	}
-	rec := record(built.Bundle.Revision(), pols, built)
+	rec := record(built.Bundle.Revision(), pols, nil, built)
 	want := map[string]int32{"all": 4, "empty": 4, "x": 2, "not-x": 2, "bad": 0}
 	for name, n := range want {
 		if rec.policies[name].selected != n {

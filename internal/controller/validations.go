@@ -63,6 +63,12 @@ func (v *validations) policySpec(p *guardrailsv1alpha1.GuardrailPolicy, spec pol
 	return errs
 }
 
+// clusterPolicy converts cluster policy p and validates its spec (cached per UID and generation,
+// under the key of p without a namespace, which no GuardrailPolicy has).
+func (v *validations) clusterPolicy(p *guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, field.ErrorList) {
+	return convert.Validator{PolicySpec: v.policySpec}.ClusterPolicy(p)
+}
+
 // passport converts and validates p (cached per UID and resourceVersion). The zero Passport means
 // p's spec does not convert.
 func (v *validations) passport(p *guardrailsv1alpha1.AgentPassport) (policy.Passport, field.ErrorList) {

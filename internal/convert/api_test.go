@@ -57,6 +57,9 @@ func fullPolicy() *v1.GuardrailPolicy {
 				Code: "oap.requirement_failed", Message: "too many arguments"}},
 			RateLimits: []v1.RateLimit{{Name: "slow", Tools: []string{"bash"}, Limit: 5,
 				Window: metav1.Duration{Duration: time.Minute}, Per: "Thread"}},
+			Budgets: []v1.Budget{{Name: "spend", Tools: []string{"pay_*"}, Field: "payment.amount", Max: 50_000,
+				LimitKey: "max_amount_per_day", Period: &metav1.Duration{Duration: time.Hour}, Per: "Thread",
+				IdempotencyField: "idempotency_key"}},
 			InputGuards: &v1.InputGuards{
 				BlockThreshold:         "MEDIUM",
 				DisableDefaultPatterns: true,
@@ -242,6 +245,19 @@ func TestSamplesConvertLosslessly(t *testing.T) {
 					t.Fatal(err)
 				}
 				apiSpec, engineSpec = p.Spec, out.Spec
+			case "ClusterGuardrailPolicy":
+				var p v1.ClusterGuardrailPolicy
+				if err := yaml.UnmarshalStrict(data, &p); err != nil {
+					t.Fatal(err)
+				}
+				out, err := convert.ClusterPolicy(&p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Name != "cluster/"+p.Name || !out.ClusterScoped || out.Namespace != "" {
+					t.Errorf("cluster policy %s converts to name %q, clusterScoped %v, namespace %q", p.Name, out.Name, out.ClusterScoped, out.Namespace)
+				}
+				apiSpec, engineSpec = p.Spec.GuardrailPolicySpec, out.Spec
 			default:
 				t.Fatalf("unexpected kind %q", meta.Kind)
 			}
@@ -555,6 +571,8 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 			"spec.defaultAction":                      policy.DefaultDefaultAction,
 			"spec.priority":                           float64(policy.DefaultPriority),
 			"spec.rateLimits[].per":                   policy.DefaultRateLimitPer,
+			"spec.budgets[].per":                      policy.DefaultBudgetPer,
+			"spec.budgets[].period":                   policy.DefaultBudgetPeriod.String(),
 			"spec.inputGuards.blockThreshold":         policy.DefaultBlockThreshold,
 			"spec.inputGuards.patterns[].riskType":    policy.DefaultInputRiskType,
 			"spec.responseGuards.blockThreshold":      policy.DefaultBlockThreshold,
@@ -572,6 +590,7 @@ func TestDefaultsHaveOneSource(t *testing.T) {
 	// Documents with every defaultable field empty, as the defaulters leave them.
 	bare := &v1.GuardrailPolicy{Spec: v1.GuardrailPolicySpec{
 		RateLimits:        []v1.RateLimit{{Name: "r"}},
+		Budgets:           []v1.Budget{{Name: "b"}},
 		InputGuards:       &v1.InputGuards{Patterns: []v1.InputPattern{{Name: "p"}}},
 		ResponseGuards:    &v1.ResponseGuards{Patterns: []v1.OutputPattern{{Name: "p"}}},
 		ExternalEvaluator: &v1.ExternalEvaluator{URL: "https://x"},

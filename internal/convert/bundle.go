@@ -11,7 +11,8 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
-// Objects are the AgentPassports and GuardrailPolicies of one namespace.
+// Objects are the AgentPassports and GuardrailPolicies of one namespace, and the
+// ClusterGuardrailPolicies that select it.
 type Objects struct {
 	// Namespace is the namespace of every object.
 	Namespace string
@@ -19,6 +20,9 @@ type Objects struct {
 	Passports []*guardrailsv1alpha1.AgentPassport
 	// Policies are in any order.
 	Policies []*guardrailsv1alpha1.GuardrailPolicy
+	// ClusterPolicies are the ClusterGuardrailPolicies whose namespaceSelector selects the namespace,
+	// in any order. The bundle holds each as policy cluster/<name> (ClusterPolicy).
+	ClusterPolicies []*guardrailsv1alpha1.ClusterGuardrailPolicy
 }
 
 // BundleBuilder builds the bundle of one namespace from its API objects. The controller (which
@@ -28,7 +32,8 @@ type Objects struct {
 //   - a passport whose spec is invalid, or whose effective agent id (spec.agentID, else its UID) an
 //     earlier passport holds, is left out: calls presenting it are denied;
 //   - a policy whose current generation is invalid is replaced by its last good version (LastGood),
-//     or left out when it has none;
+//     or left out when it has none; so is a cluster policy (LastGoodCluster), which the bundle
+//     holds as cluster/<name> beside the namespace's own policies;
 //   - the bundle must compile as a whole, as a decision endpoint compiles it (the per-bundle
 //     budgets). When it does not, every policy falls back to its last good version (policies without
 //     one are left out) and the result says why (BuiltBundle.Rejected); passports are never held
@@ -42,6 +47,11 @@ type BundleBuilder struct {
 	Passport func(*guardrailsv1alpha1.AgentPassport) (policy.Passport, field.ErrorList)
 	// LastGood returns the version of p enforced before (the stored bundle's); nil means none.
 	LastGood func(p *guardrailsv1alpha1.GuardrailPolicy) (policy.Policy, bool)
+	// ClusterPolicy converts and validates one cluster policy; nil means ValidateClusterPolicy.
+	ClusterPolicy func(*guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, field.ErrorList)
+	// LastGoodCluster returns the version of cluster policy p this namespace's bundle enforced
+	// before; nil means none.
+	LastGoodCluster func(p *guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, bool)
 	// Options are the compile options of the bundle's snapshot.
 	Options []policy.Option
 }
@@ -84,7 +94,7 @@ type BuiltBundle struct {
 	Rejected *policy.CompileError
 	// Err is set when not even the last good versions compile together; Bundle must not be served.
 	Err error
-	// Policies are the outcomes by policy name.
+	// Policies are the outcomes by policy name in the bundle (cluster/<name> for cluster policies).
 	Policies map[string]PolicyOutcome
 	// Passports are the outcomes by passport name.
 	Passports map[string]PassportOutcome
@@ -93,7 +103,7 @@ type BuiltBundle struct {
 // Build builds the bundle of objs.
 func (bb BundleBuilder) Build(objs Objects) BuiltBundle {
 	res := BuiltBundle{
-		Policies:  make(map[string]PolicyOutcome, len(objs.Policies)),
+		Policies:  make(map[string]PolicyOutcome, len(objs.Policies)+len(objs.ClusterPolicies)),
 		Passports: make(map[string]PassportOutcome, len(objs.Passports)),
 	}
 	passports := bb.passports(objs.Passports, res.Passports)
@@ -112,6 +122,20 @@ func (bb BundleBuilder) Build(objs Objects) BuiltBundle {
 		}
 		res.Policies[p.Name] = out
 	}
+	for _, p := range objs.ClusterPolicies {
+		validate := bb.ClusterPolicy
+		if validate == nil {
+			validate = ValidateClusterPolicy
+		}
+		conv, errs := validate(p)
+		out := PolicyOutcome{Errors: errs}
+		if len(errs) == 0 {
+			out.Enforced = &conv
+		} else {
+			out.Enforced = bb.lastGoodCluster(p)
+		}
+		res.Policies[ClusterPolicyName(p.Name)] = out
+	}
 
 	res.Bundle = bundleOf(objs, passports, res.Policies)
 	snap, err := policy.Compile(res.Bundle, bb.Options...)
@@ -124,6 +148,12 @@ func (bb BundleBuilder) Build(objs Objects) BuiltBundle {
 			out := res.Policies[p.Name]
 			out.Enforced = bb.lastGood(p)
 			res.Policies[p.Name] = out
+		}
+		for _, p := range objs.ClusterPolicies {
+			name := ClusterPolicyName(p.Name)
+			out := res.Policies[name]
+			out.Enforced = bb.lastGoodCluster(p)
+			res.Policies[name] = out
 		}
 		res.Bundle = bundleOf(objs, passports, res.Policies)
 		if snap, err = policy.Compile(res.Bundle, bb.Options...); err != nil {
@@ -183,12 +213,27 @@ func (bb BundleBuilder) lastGood(p *guardrailsv1alpha1.GuardrailPolicy) *policy.
 	return nil
 }
 
+func (bb BundleBuilder) lastGoodCluster(p *guardrailsv1alpha1.ClusterGuardrailPolicy) *policy.Policy {
+	if bb.LastGoodCluster == nil {
+		return nil
+	}
+	if lg, ok := bb.LastGoodCluster(p); ok {
+		return &lg
+	}
+	return nil
+}
+
 // bundleOf assembles the bundle of the kept passports and the enforced policies, in objs' order.
 func bundleOf(objs Objects, passports []policy.Passport, policies map[string]PolicyOutcome) policy.Bundle {
 	b := policy.Bundle{Version: policy.BundleVersion, Namespace: objs.Namespace,
-		Passports: passports, Policies: make([]policy.Policy, 0, len(objs.Policies))}
+		Passports: passports, Policies: make([]policy.Policy, 0, len(objs.Policies)+len(objs.ClusterPolicies))}
 	for _, p := range objs.Policies {
 		if e := policies[p.Name].Enforced; e != nil {
+			b.Policies = append(b.Policies, *e)
+		}
+	}
+	for _, p := range objs.ClusterPolicies {
+		if e := policies[ClusterPolicyName(p.Name)].Enforced; e != nil {
 			b.Policies = append(b.Policies, *e)
 		}
 	}

@@ -46,6 +46,24 @@ func Policy(p *guardrailsv1alpha1.GuardrailPolicy) (policy.Policy, error) {
 	return out, nil
 }
 
+// ClusterPolicy converts a ClusterGuardrailPolicy into the engine's Policy as the bundles of the
+// namespaces it selects hold it: named cluster/<name>, cluster-scoped, without a namespace.
+func ClusterPolicy(p *guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, error) {
+	out := policy.Policy{
+		Name:          ClusterPolicyName(p.Name),
+		Labels:        p.Labels,
+		Generation:    p.Generation,
+		ClusterScoped: true,
+	}
+	if err := roundTrip(p.Spec.GuardrailPolicySpec, &out.Spec); err != nil {
+		return policy.Policy{}, fmt.Errorf("converting ClusterGuardrailPolicy %s: %w", p.Name, err)
+	}
+	return out, nil
+}
+
+// ClusterPolicyName is the name of ClusterGuardrailPolicy name in a namespace's bundle.
+func ClusterPolicyName(name string) string { return guardrailsv1alpha1.ClusterPolicyPrefix + name }
+
 func roundTrip(in, out any) error {
 	data, err := json.Marshal(in)
 	if err != nil {

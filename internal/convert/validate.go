@@ -1,6 +1,8 @@
 package convert
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -28,6 +30,41 @@ func (v Validator) Policy(p *guardrailsv1alpha1.GuardrailPolicy) (policy.Policy,
 		return out, v.PolicySpec(p, out.Spec)
 	}
 	return out, policy.ValidatePolicy(out.Spec)
+}
+
+// ClusterPolicy converts p and validates its spec: the policy as PolicySpec validates a
+// GuardrailPolicy's (through p's conversion into one, so a cache keyed by generation serves both)
+// and its namespaceSelector.
+func (v Validator) ClusterPolicy(p *guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, field.ErrorList) {
+	out, err := ClusterPolicy(p)
+	if err != nil {
+		return policy.Policy{}, field.ErrorList{specError(err)}
+	}
+	var errs field.ErrorList
+	if v.PolicySpec != nil {
+		errs = v.PolicySpec(AsNamespaced(p), out.Spec)
+	} else {
+		errs = policy.ValidatePolicy(out.Spec)
+	}
+	return out, append(errs, ValidateNamespaceSelector(p.Spec.NamespaceSelector)...)
+}
+
+// ValidateNamespaceSelector checks a ClusterGuardrailPolicy's namespaceSelector (at
+// spec.namespaceSelector) as the API server checks label selectors.
+func ValidateNamespaceSelector(sel *metav1.LabelSelector) field.ErrorList {
+	return metav1validation.ValidateLabelSelector(sel, metav1validation.LabelSelectorValidationOptions{},
+		field.NewPath("spec", "namespaceSelector"))
+}
+
+// AsNamespaced is p as a GuardrailPolicy without a namespace (same name, UID, generation, labels
+// and policy spec), e.g. for caches keyed by GuardrailPolicy.
+func AsNamespaced(p *guardrailsv1alpha1.ClusterGuardrailPolicy) *guardrailsv1alpha1.GuardrailPolicy {
+	return &guardrailsv1alpha1.GuardrailPolicy{ObjectMeta: p.ObjectMeta, Spec: p.Spec.GuardrailPolicySpec}
+}
+
+// ValidateClusterPolicy is Validator{}.ClusterPolicy: p converted, with every problem of its spec.
+func ValidateClusterPolicy(p *guardrailsv1alpha1.ClusterGuardrailPolicy) (policy.Policy, field.ErrorList) {
+	return Validator{}.ClusterPolicy(p)
 }
 
 // Passport converts p and validates its spec.

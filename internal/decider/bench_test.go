@@ -1,11 +1,15 @@
 package decider
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // The load benchmarks over loopback HTTP live with the load generator, in bench/internal/loadgen.
@@ -45,3 +49,49 @@ func BenchmarkServeHTTP(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTracing measures a decision's cost with tracing off (the default: no span, nothing
+// allocated beyond BenchmarkServeHTTP), off with a caller's traceparent (read for the decision
+// log), and on (a sampled span per decision, exported to a no-op exporter through the SDK).
+func BenchmarkTracing(b *testing.B) {
+	store := NewStore()
+	if err := store.Load(samplesBundle(b, "team-a")); err != nil {
+		b.Fatal(err)
+	}
+	on := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}))
+	defer func() { _ = on.Shutdown(context.Background()) }()
+	for _, bc := range []struct {
+		name        string
+		tp          trace.TracerProvider
+		traceparent bool
+	}{
+		{"off", nil, false},
+		{"off-traceparent", nil, true},
+		{"on", on, false},
+		{"on-traceparent", on, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			srv := NewServer(store, Options{Logger: quietLogger(), TracerProvider: bc.tp})
+			defer srv.Close()
+			body := benchBodies[1]
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				req := httptest.NewRequest(http.MethodPost, "/v1/decide", strings.NewReader(body))
+				if bc.traceparent {
+					req.Header["Traceparent"] = []string{callerTraceparnt}
+				}
+				srv.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
+
+// discardExporter drops spans.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }

@@ -1,11 +1,13 @@
 package decider
 
 import (
-	"bufio"
+	"errors"
 	"io"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -29,6 +31,10 @@ type LogRecord struct {
 	// ThreadID and CallID identify the call.
 	ThreadID string `json:"thread_id,omitempty"`
 	CallID   string `json:"call_id,omitempty"`
+	// TraceID and SpanID place the decision in the caller's trace (W3C trace context, lower-case
+	// hex): the decision's own span when tracing is on, else the caller's span from its traceparent.
+	TraceID string `json:"trace_id,omitempty"`
+	SpanID  string `json:"span_id,omitempty"`
 	// Outcome is allow, deny or modify.
 	Outcome string `json:"outcome"`
 	// Reasons are the decision's reasons; unless the log opts in to input, a quoted fragment of a
@@ -88,14 +94,18 @@ type logSource struct {
 	// snap is the snapshot that decided (nil when none did): its passport's limits tell quoted
 	// limit values (e.g. a blocked pattern) from quoted argument values.
 	snap *policy.Snapshot
+	// span is the trace position of the decision (invalid when the request carried none).
+	span trace.SpanContext
 }
 
-// DecisionLog writes LogRecords as JSON lines from a background goroutine. Log never blocks: when
-// the bounded buffer is full the record is dropped and counted.
+// DecisionLog writes LogRecords as JSON lines to its sinks from a background goroutine. Log never
+// blocks: when the bounded buffer is full the record is dropped and counted. Each record is derived
+// (redact.go), masked (mask.go) and encoded once, then handed to every sink (sinks.go): a stream such
+// as stdout, a rotating file, an HTTP collector. A sink counts what it wrote and what it dropped.
 type DecisionLog struct {
 	ch        chan *LogRecord
-	out       *bufio.Writer
-	w         io.Writer
+	sinks     []Sink
+	masks     []Mask
 	withInput bool
 	dropped   atomic.Uint64
 	written   atomic.Uint64
@@ -108,20 +118,43 @@ type DecisionLog struct {
 // DefaultLogBuffer is the decision log's default buffer size in records.
 const DefaultLogBuffer = 8192
 
-// NewDecisionLog starts a log writing to w with a buffer of size records (DefaultLogBuffer when ≤ 0).
-// withInput keeps tool arguments (and modify decisions' rewritten arguments) in the records; without
-// it no argument value is written: modify results name the fields they change, and a reason message
-// that quotes an argument has the quote redacted. Close flushes and stops it.
+// LogConfig configures a DecisionLog.
+type LogConfig struct {
+	// Sinks receive every record (at least one).
+	Sinks []Sink
+	// Buffer is the number of records queued for the log's goroutine (DefaultLogBuffer when ≤ 0);
+	// records beyond it are dropped and counted (sink "queue").
+	Buffer int
+	// IncludeInput keeps tool arguments (and modify decisions' rewritten arguments) in the records;
+	// without it no argument value is written: modify results name the fields they change, and a
+	// reason message that quotes an argument has the quote redacted.
+	IncludeInput bool
+	// Masks remove or replace fields of every record before any sink sees it (mask.go).
+	Masks []Mask
+}
+
+// NewDecisionLog starts a log writing to w (one sink named "stream") with a buffer of size records
+// (DefaultLogBuffer when ≤ 0); withInput is LogConfig.IncludeInput. Close flushes and stops it.
 func NewDecisionLog(w io.Writer, size int, withInput bool) *DecisionLog {
+	l, _ := NewDecisionLogWith(LogConfig{Sinks: []Sink{NewWriterSink("stream", w)}, Buffer: size, IncludeInput: withInput})
+	return l
+}
+
+// NewDecisionLogWith starts a log as cfg says. It fails without a sink.
+func NewDecisionLogWith(cfg LogConfig) (*DecisionLog, error) {
+	if len(cfg.Sinks) == 0 {
+		return nil, errors.New("decision log: no sink")
+	}
+	size := cfg.Buffer
 	if size <= 0 {
 		size = DefaultLogBuffer
 	}
 	l := &DecisionLog{
-		ch: make(chan *LogRecord, size), out: bufio.NewWriterSize(w, 64<<10), w: w,
-		withInput: withInput, stop: make(chan struct{}), done: make(chan struct{}),
+		ch: make(chan *LogRecord, size), sinks: cfg.Sinks, masks: cfg.Masks,
+		withInput: cfg.IncludeInput, stop: make(chan struct{}), done: make(chan struct{}),
 	}
 	go l.run()
-	return l
+	return l, nil
 }
 
 // IncludesInput reports whether records keep tool arguments.
@@ -140,16 +173,36 @@ func (l *DecisionLog) Log(rec *LogRecord) {
 	}
 }
 
-// Dropped returns how many records were dropped.
-func (l *DecisionLog) Dropped() uint64 { return l.dropped.Load() }
+// Dropped returns how many records were dropped: in the queue, or by any sink.
+func (l *DecisionLog) Dropped() uint64 {
+	n := l.dropped.Load()
+	for _, s := range l.sinks {
+		n += s.Stats().Dropped
+	}
+	return n
+}
 
-// Written returns how many records were written.
+// Written returns how many records were encoded and handed to the sinks.
 func (l *DecisionLog) Written() uint64 { return l.written.Load() }
+
+// QueueSink is the sink label of the records dropped before any sink saw them (the log's buffer
+// was full).
+const QueueSink = "queue"
+
+// SinkStats returns each sink's counters, after the queue's (name QueueSink, drops only).
+func (l *DecisionLog) SinkStats() []SinkStats {
+	out := make([]SinkStats, 0, len(l.sinks)+1)
+	out = append(out, SinkStats{Name: QueueSink, Dropped: l.dropped.Load()})
+	for _, s := range l.sinks {
+		out = append(out, s.Stats())
+	}
+	return out
+}
 
 func (l *DecisionLog) run() {
 	defer close(l.done)
-	// Lines are buffered and flushed when the buffer fills or every flushInterval, so a busy
-	// endpoint does not pay a write system call per decision.
+	// Sinks buffer lines and are flushed every flushInterval, so a busy endpoint does not pay a
+	// write system call per decision.
 	tick := time.NewTicker(flushInterval)
 	defer tick.Stop()
 	var line []byte
@@ -158,15 +211,24 @@ func (l *DecisionLog) run() {
 		finish(rec, l.withInput)
 		var err error
 		line, err = appendLogRecord(line[:0], rec)
-		if err == nil {
-			_, err = l.out.Write(line)
+		if err == nil && len(l.masks) > 0 {
+			line, err = applyMasks(line, l.masks)
 		}
 		if err != nil {
 			l.dropped.Add(1)
 			return
 		}
+		for _, s := range l.sinks {
+			s.Write(line)
+		}
 		l.written.Add(1)
 		dirty = true
+	}
+	flush := func() {
+		for _, s := range l.sinks {
+			s.Flush()
+		}
+		dirty = false
 	}
 	for {
 		select {
@@ -174,8 +236,7 @@ func (l *DecisionLog) run() {
 			write(rec)
 		case <-tick.C:
 			if dirty {
-				_ = l.out.Flush()
-				dirty = false
+				flush()
 			}
 		case <-l.stop:
 			for {
@@ -183,7 +244,9 @@ func (l *DecisionLog) run() {
 				case rec := <-l.ch:
 					write(rec)
 				default:
-					_ = l.out.Flush()
+					for _, s := range l.sinks {
+						s.Close()
+					}
 					return
 				}
 			}
@@ -191,10 +254,11 @@ func (l *DecisionLog) run() {
 	}
 }
 
-// flushInterval bounds how long a written record may sit in the log's buffer.
+// flushInterval bounds how long a written record may sit in a sink's buffer.
 const flushInterval = 100 * time.Millisecond
 
-// Close stops accepting records, writes the queued ones and flushes. It is idempotent.
+// Close stops accepting records, writes the queued ones and closes the sinks (each flushes what it
+// holds, within its own bound). It is idempotent.
 func (l *DecisionLog) Close() {
 	l.closeOnce.Do(func() {
 		l.closed.Store(true)

@@ -175,6 +175,8 @@ func appendLogRecord(b []byte, r *LogRecord) ([]byte, error) {
 	str("tool", r.Tool)
 	str("thread_id", r.ThreadID)
 	str("call_id", r.CallID)
+	str("trace_id", r.TraceID)
+	str("span_id", r.SpanID)
 	b = append(b, `,"outcome":`...)
 	b = appendString(b, r.Outcome)
 	b = append(b, `,"reasons":`...)

@@ -304,7 +304,8 @@ func TestHealthReadyStatusMetrics(t *testing.T) {
 		`tollgate_decision_duration_seconds_bucket`,
 		`tollgate_bundle_info{namespace="team-a",revision="` + b.Revision() + `"} 1`,
 		`tollgate_bundle_load_errors_total{namespace="team-a"} 0`,
-		`tollgate_decision_log_dropped_total 0`,
+		`tollgate_decision_log_dropped_total{sink="queue"} 0`,
+		`tollgate_decision_log_dropped_total{sink="stream"} 0`,
 		`tollgate_http_requests_total{code="200",route="decide"} 2`,
 		`go_goroutines`,
 	} {

@@ -43,7 +43,7 @@ var codeLabels = func() map[string]string {
 		policy.CodePolicyDenied, policy.CodeRateLimitExceeded, policy.CodeEvaluatorError,
 		policy.CodeRequirementFailed, policy.CodePromptInjection, policy.CodeResponseBlocked,
 		policy.CodeSubjectNotAllowed, policy.CodeInvalidRequest, policy.CodeLimitExceeded,
-		policy.CodeInvalidContext, policy.CodeToolNotAllowed, "oap." + policy.RiskTypeDataLeak,
+		policy.CodeInvalidContext, policy.CodeToolNotAllowed, policy.CodeIdempotencyConflict, "oap." + policy.RiskTypeDataLeak,
 	} {
 		m[c] = c
 	}

@@ -77,6 +77,13 @@ var (
 	descPassportSuspended = prometheus.NewDesc("tollgate_passport_suspended",
 		"1 for each passport of a served snapshot that is denied every call: status suspended, revoked, expired or auto_suspended (active passports have no series).",
 		[]string{labelNamespace, labelPassport, labelStatus}, nil)
+	descCounterUp = prometheus.NewDesc("tollgate_counter_store_up",
+		"1 while the rate-limit and budget counter store answers (always 1 for the in-memory store).",
+		[]string{"backend"}, nil)
+	descCounterCalls = prometheus.NewDesc("tollgate_counter_store_calls_total",
+		"Counter-store calls: decisions that needed rate-limit or budget counters.", []string{"backend"}, nil)
+	descCounterErrors = prometheus.NewDesc("tollgate_counter_store_errors_total",
+		"Counter-store calls that failed (each policy's failurePolicy decided the call).", []string{"backend"}, nil)
 )
 
 // Status label values besides spec.status: an active passport past its expiresAt, and one
@@ -98,11 +105,24 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descSnapshots
 	ch <- descPassports
 	ch <- descPassportSuspended
+	ch <- descCounterUp
+	ch <- descCounterCalls
+	ch <- descCounterErrors
 }
 
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, descSnapshots, prometheus.GaugeValue, float64(c.store.Len()))
+	cs := c.store.CounterStatus()
+	up := 0.0
+	if cs.Up {
+		up = 1
+	}
+	emit(ch, descCounterUp, prometheus.GaugeValue, up, cs.Backend)
+	emit(ch, descCounterErrors, prometheus.CounterValue, float64(cs.Errors), cs.Backend)
+	if cs.Shared {
+		emit(ch, descCounterCalls, prometheus.CounterValue, float64(cs.Calls), cs.Backend)
+	}
 	for _, st := range c.store.Status() {
 		emit(ch, descBundleLoadErrors, prometheus.CounterValue, float64(st.ErrorCount), st.Namespace)
 		failing := 0.0
@@ -197,3 +217,32 @@ func (p *prunedCounterVec) Collect(ch chan<- prometheus.Metric) {
 // MetricsRegistry returns the registry the Server's /metrics serves: the service's and the
 // transport's metrics and the Go and process collectors.
 func (s *Server) MetricsRegistry() *prometheus.Registry { return s.metrics.reg }
+
+// logCollector reports the decision log's counters per sink at scrape time.
+type logCollector struct{ log *DecisionLog }
+
+var (
+	descLogDropped = prometheus.NewDesc("tollgate_decision_log_dropped_total",
+		"Decision-log records dropped, by sink: queue (the log's buffer was full, no sink got the record), "+
+			"stdout, stderr, file (a failed write), http (its buffer was full during an outage, or the receiver rejected a batch).",
+		[]string{"sink"}, nil)
+	descLogWritten = prometheus.NewDesc("tollgate_decision_log_written_total",
+		"Decision-log records written, by sink (http: delivered and acknowledged by the receiver).",
+		[]string{"sink"}, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c *logCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLogDropped
+	ch <- descLogWritten
+}
+
+// Collect implements prometheus.Collector.
+func (c *logCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.log.SinkStats() {
+		emit(ch, descLogDropped, prometheus.CounterValue, float64(st.Dropped), st.Name)
+		if st.Name != QueueSink {
+			emit(ch, descLogWritten, prometheus.CounterValue, float64(st.Written), st.Name)
+		}
+	}
+}

@@ -106,7 +106,7 @@ func TestDenialAndPassportMetrics(t *testing.T) {
 	// Removing the namespace drops its series altogether.
 	store.Remove("team-a")
 	if body = scrape(t, ts.URL); strings.Contains(body, `namespace="team-a"`) {
-		t.Errorf("after the namespace is removed, metrics still hold it:\n%s", grepLines(body, `namespace="team-a"`))
+		t.Errorf("after the namespace is removed, metrics still hold it:\n%s", metricLines(body, `namespace="team-a"`))
 	}
 }
 
@@ -122,6 +122,10 @@ func TestPrunedCounterVecLint(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range problems {
+		// "counter" in tollgate_counter_store_* names the rate-limit counter store, not the type.
+		if strings.HasPrefix(p.Metric, "tollgate_counter_store_") && strings.Contains(p.Text, "type 'counter'") {
+			continue
+		}
 		if strings.HasPrefix(p.Metric, "tollgate_") {
 			t.Errorf("%s: %s", p.Metric, p.Text)
 		}
@@ -137,7 +141,7 @@ func scrape(t *testing.T, base string) string {
 	return string(body)
 }
 
-func grepLines(body, sub string) string {
+func metricLines(body, sub string) string {
 	var out []string
 	for _, l := range strings.Split(body, "\n") {
 		if strings.Contains(l, sub) {

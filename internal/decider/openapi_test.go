@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/tollgate-dev/tollgate/internal/counters"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 	"github.com/tollgate-dev/tollgate/internal/testenv"
 )
@@ -772,6 +773,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{"Status", reflect.TypeFor[Status]()},
 		{"NamespaceStatus", reflect.TypeFor[NamespaceStatus]()},
 		{"Signature", reflect.TypeFor[Signature]()},
+		{"CounterStoreStatus", reflect.TypeFor[counters.Status]()},
 	} {
 		want := jsonFields(tc.typ)
 		if tc.schema == "DecisionFields" {

@@ -33,6 +33,9 @@ const redactedQuote = `"[redacted]"`
 // finish derives rec's logged fields from its source, keeping argument values only when withInput.
 func finish(rec *LogRecord, withInput bool) {
 	src := &rec.src
+	if src.span.IsValid() {
+		rec.TraceID, rec.SpanID = src.span.TraceID().String(), src.span.SpanID().String()
+	}
 	if src.modified != nil {
 		rec.ChangedFields, rec.RemovedFields = diffFields(src.input, src.modified)
 		if withInput {

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tollgate-dev/tollgate/internal/counters"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
@@ -48,6 +50,9 @@ type Options struct {
 	InFlightWait     time.Duration
 	// DecisionLog receives one record per decision; nil disables it. The Server closes it in Close.
 	DecisionLog *DecisionLog
+	// TracerProvider records a span per decision, a child of the caller's W3C traceparent (see
+	// tracing.go); nil turns tracing off.
+	TracerProvider trace.TracerProvider
 	// Logger receives operational messages (default slog.Default()).
 	Logger *slog.Logger
 	// HTTP server limits for ListenAndServe and Serve (defaults above).
@@ -101,7 +106,8 @@ func NewServer(store *Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	svc := NewService(store, ServiceOptions{DefaultNamespace: opts.DefaultNamespace, DecisionLog: opts.DecisionLog, Reporter: opts.Reporter})
+	svc := NewService(store, ServiceOptions{DefaultNamespace: opts.DefaultNamespace, DecisionLog: opts.DecisionLog,
+		Reporter: opts.Reporter, TracerProvider: opts.TracerProvider})
 	s := &Server{svc: svc, store: store, opts: opts, log: opts.Logger,
 		inflight: newInFlight(opts.MaxInFlightBytes, opts.InFlightWait)}
 	m, err := newMetrics(svc)
@@ -181,7 +187,7 @@ func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request, caller *Ca
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return
 	}
-	d, err := s.svc.Decide(r.Context(), &req, caller)
+	d, err := s.svc.Decide(s.remoteParent(r), &req, caller)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return
@@ -228,7 +234,14 @@ func (s *Server) handleBatch(w http.ResponseWriter, r *http.Request, caller *Cal
 			return
 		}
 	}
-	ds, err := s.svc.DecideBatch(r.Context(), reqs, caller)
+	ctx := s.remoteParent(r)
+	if t := s.svc.tracer; t != nil {
+		var span trace.Span
+		ctx, span = t.Start(ctx, SpanDecideBatch, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(AttrBatchSize.Int(len(reqs))))
+		defer span.End()
+	}
+	ds, err := s.svc.DecideBatch(ctx, reqs, caller)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return
@@ -253,7 +266,7 @@ func (s *Server) handleVerify(w http.ResponseWriter, r *http.Request, caller *Ca
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return
 	}
-	d, passportID, err := s.svc.Verify(r.Context(), &req, caller)
+	d, passportID, err := s.svc.Verify(s.remoteParent(r), &req, caller)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return
@@ -308,12 +321,18 @@ type Status struct {
 	Authentication bool `json:"authentication"`
 	// DecisionLog reports the decision log's counters (absent when it is off).
 	DecisionLog *DecisionLogStatus `json:"decision_log,omitempty"`
+	// Counters reports where rate-limit and budget counters live and whether that store answers.
+	Counters counters.Status `json:"counters"`
 }
 
 // DecisionLogStatus reports the decision log's counters.
 type DecisionLogStatus struct {
+	// Written counts the records handed to the sinks.
 	Written uint64 `json:"written"`
+	// Dropped counts the records dropped, in the log's buffer or by any sink.
 	Dropped uint64 `json:"dropped"`
+	// Sinks are each sink's counters, after the buffer's (sink "queue").
+	Sinks []SinkStats `json:"sinks"`
 }
 
 func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
@@ -322,9 +341,10 @@ func (s *Server) handleStatus(w http.ResponseWriter, _ *http.Request) {
 		Namespaces:     s.store.Status(),
 		LoadErrors:     s.store.LoadErrors(),
 		Authentication: s.opts.Authenticator != nil,
+		Counters:       s.store.CounterStatus(),
 	}
 	if l := s.svc.log; l != nil {
-		st.DecisionLog = &DecisionLogStatus{Written: l.Written(), Dropped: l.Dropped()}
+		st.DecisionLog = &DecisionLogStatus{Written: l.Written(), Dropped: l.Dropped(), Sinks: l.SinkStats()}
 	}
 	writeJSON(w, http.StatusOK, st)
 }

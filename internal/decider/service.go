@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -24,6 +25,8 @@ type Service struct {
 	defaultNS string
 	log       *DecisionLog
 	reporter  *Reporter
+	// tracer records a span per decision; nil when tracing is off (tracing.go).
+	tracer trace.Tracer
 
 	decisions *prometheus.CounterVec
 	latency   prometheus.Histogram
@@ -47,6 +50,8 @@ type ServiceOptions struct {
 	DecisionLog *DecisionLog
 	// Reporter counts every decision for the replica's DeciderReport; nil disables it.
 	Reporter *Reporter
+	// TracerProvider records a span per decision (tracing.go); nil turns tracing off.
+	TracerProvider trace.TracerProvider
 }
 
 // NewService returns a service deciding from store's snapshots.
@@ -56,6 +61,7 @@ func NewService(store *Store, opts ServiceOptions) *Service {
 		defaultNS: opts.DefaultNamespace,
 		log:       opts.DecisionLog,
 		reporter:  opts.Reporter,
+		tracer:    newTracer(opts.TracerProvider),
 		idPrefix:  randomPrefix(),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_decisions_total",
@@ -101,13 +107,7 @@ func (s *Service) collectors() []prometheus.Collector {
 		}},
 	}
 	if l := s.log; l != nil {
-		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tollgate_decision_log_dropped_total",
-			Help: "Decision-log records dropped because the log buffer was full.",
-		}, func() float64 { return float64(l.Dropped()) }), prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "tollgate_decision_log_written_total",
-			Help: "Decision-log records written.",
-		}, func() float64 { return float64(l.Written()) }))
+		cs = append(cs, &logCollector{log: l})
 	}
 	return cs
 }
@@ -167,6 +167,14 @@ func effectiveAgentID(p policy.Passport) string {
 // decide finds the snapshot, decides and records the decision; it also returns the snapshot that
 // answered (nil when none did). Field paths of a *RequestError start with fieldPrefix.
 func (s *Service) decide(ctx context.Context, req *policy.Request, caller *Caller, fieldPrefix string) (*policy.Decision, *policy.Snapshot, *RequestError) {
+	ctx, span := s.startDecisionSpan(ctx)
+	d, snap, rerr := s.decideIn(ctx, req, caller, fieldPrefix)
+	endDecisionSpan(span, req, caller, d, rerr)
+	return d, snap, rerr
+}
+
+// decideIn is decide inside the decision's span (if any).
+func (s *Service) decideIn(ctx context.Context, req *policy.Request, caller *Caller, fieldPrefix string) (*policy.Decision, *policy.Snapshot, *RequestError) {
 	start := time.Now()
 	req.Caller = caller
 	if req.Passport == "" && req.AgentID == "" {
@@ -186,7 +194,7 @@ func (s *Service) decide(ctx context.Context, req *policy.Request, caller *Calle
 	default: // no bundle for the namespace, or nowhere to be found
 		d = s.ownDecision(start, policy.CodePassportNotFound, err.Error())
 	}
-	s.record(&d, req, caller, time.Since(start), snap)
+	s.record(ctx, &d, req, caller, time.Since(start), snap)
 	return &d, snap, nil
 }
 
@@ -205,7 +213,7 @@ func (s *Service) ownDecision(now time.Time, code, msg string) policy.Decision {
 // record counts the decision and queues its log record. Metric labels come from closed sets (see
 // labels.go), never from the request; the log record carries argument values only when the log opts
 // in (see redact.go).
-func (s *Service) record(d *policy.Decision, req *policy.Request, caller *Caller, elapsed time.Duration, snap *policy.Snapshot) {
+func (s *Service) record(ctx context.Context, d *policy.Decision, req *policy.Request, caller *Caller, elapsed time.Duration, snap *policy.Snapshot) {
 	code := ""
 	if len(d.Reasons) > 0 {
 		code = d.Reasons[0].Code
@@ -233,7 +241,8 @@ func (s *Service) record(d *policy.Decision, req *policy.Request, caller *Caller
 		Hook: req.Hook, Tool: req.ToolName, ThreadID: req.ThreadID, CallID: req.CallID,
 		Outcome: d.Decision, Reasons: d.Reasons, PolicyID: d.PolicyID, BundleRevision: d.BundleRevision,
 		LatencyMS: float64(elapsed.Nanoseconds()) / 1e6,
-		src:       logSource{input: req.ToolInput, modified: d.ModifiedInput, snap: snap},
+		src: logSource{input: req.ToolInput, modified: d.ModifiedInput, snap: snap,
+			span: trace.SpanContextFromContext(ctx)},
 	}
 	if rec.Hook == "" {
 		rec.Hook = policy.HookPreToolCall

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/counters"
 	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -23,7 +24,7 @@ import (
 // snapshots is an immutable map swapped atomically on every change. A bundle that fails to compile
 // never replaces a working snapshot; its error is recorded for /v1/status and the metrics.
 type Store struct {
-	limiter    *policy.RateLimiter
+	counters   policy.CounterStore
 	compile    []policy.Option
 	evaluators *EvaluatorPool
 
@@ -58,10 +59,25 @@ type nsStatus struct {
 // StoreOption configures a Store.
 type StoreOption func(*Store)
 
-// WithStoreRateLimiter makes every snapshot count rate limits in l (default: one limiter of
-// policy.DefaultRateLimiterKeys counters created by NewStore and shared by all snapshots).
-func WithStoreRateLimiter(l *policy.RateLimiter) StoreOption {
-	return func(s *Store) { s.limiter = l }
+// WithCounterStore makes every snapshot keep its rate-limit and budget counters in cs (default:
+// one policy.MemoryCounters of policy.DefaultCounterKeys counters created by NewStore and shared
+// by all snapshots, counting for this process only).
+func WithCounterStore(cs policy.CounterStore) StoreOption {
+	return func(s *Store) { s.counters = cs }
+}
+
+// counterStatuser is a counter store that reports its health (counters.Redis).
+type counterStatuser interface {
+	Status() counters.Status
+}
+
+// CounterStatus reports the counter store: memory (per replica, always up) or a shared store
+// and whether it answers.
+func (s *Store) CounterStatus() counters.Status {
+	if cs, ok := s.counters.(counterStatuser); ok {
+		return cs.Status()
+	}
+	return counters.MemoryStatus()
 }
 
 // WithCompileOptions adds engine options (clock, decision TTL, …) used for every compile.
@@ -81,8 +97,8 @@ func NewStore(opts ...StoreOption) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	if s.limiter == nil {
-		s.limiter = policy.NewRateLimiter(policy.DefaultRateLimiterKeys)
+	if s.counters == nil {
+		s.counters = policy.NewMemoryCounters(policy.DefaultCounterKeys)
 	}
 	if s.evaluators == nil {
 		s.evaluators = NewEvaluatorPool(EvaluatorConfig{Client: &http.Client{}})
@@ -136,11 +152,11 @@ func (s *Store) LoadSet(set *manifest.Set) ([]string, error) {
 	return namespaces, nil
 }
 
-// engineOptions are the options every compile of the store uses: its shared rate limiter and
+// engineOptions are the options every compile of the store uses: its shared counter store and
 // evaluator pool, then WithCompileOptions.
 func (s *Store) engineOptions() []policy.Option {
 	opts := make([]policy.Option, 0, len(s.compile)+2)
-	opts = append(opts, policy.WithRateLimiter(s.limiter), policy.WithEvaluators(s.evaluators.Evaluator))
+	opts = append(opts, policy.WithCounterStore(s.counters), policy.WithEvaluators(s.evaluators.Evaluator))
 	return append(opts, s.compile...)
 }
 

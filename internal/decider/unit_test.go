@@ -260,7 +260,7 @@ func TestDecisionLog(t *testing.T) {
 		t.Errorf("dropped = %d, want ≥ 15", l.Dropped())
 	}
 	_, body := call(t, http.MethodGet, ts.URL+"/metrics", nil, nil)
-	if !strings.Contains(string(body), "tollgate_decision_log_dropped_total 1") {
+	if !strings.Contains(string(body), `tollgate_decision_log_dropped_total{sink="queue"} 1`) {
 		t.Errorf("metrics lack the dropped count")
 	}
 	close(w.release)

@@ -468,9 +468,12 @@ func (d *demo) apply(ctx context.Context) ([]client.Object, error) {
 	for _, o := range set.Objects {
 		var obj client.Object
 		var resource string
-		if o.Policy != nil {
+		switch {
+		case o.Policy != nil:
 			obj, resource = o.Policy.DeepCopy(), "guardrailpolicy.guardrails.tollgate.dev/"
-		} else {
+		case o.ClusterPolicy != nil:
+			obj, resource = o.ClusterPolicy.DeepCopy(), "clusterguardrailpolicy.guardrails.tollgate.dev/"
+		default:
 			obj, resource = o.Passport.DeepCopy(), "agentpassport.guardrails.tollgate.dev/"
 		}
 		verb := "created"
@@ -519,13 +522,18 @@ func statusOf(o client.Object) (int64, []metav1.Condition) {
 		return v.Status.ObservedGeneration, v.Status.Conditions
 	case *guardrailsv1alpha1.AgentPassport:
 		return v.Status.ObservedGeneration, v.Status.Conditions
+	case *guardrailsv1alpha1.ClusterGuardrailPolicy:
+		return v.Status.ObservedGeneration, v.Status.Conditions
 	}
 	return 0, nil
 }
 
 func kindOf(o client.Object) string {
-	if _, ok := o.(*guardrailsv1alpha1.GuardrailPolicy); ok {
+	switch o.(type) {
+	case *guardrailsv1alpha1.GuardrailPolicy:
 		return manifest.KindGuardrailPolicy
+	case *guardrailsv1alpha1.ClusterGuardrailPolicy:
+		return manifest.KindClusterGuardrailPolicy
 	}
 	return manifest.KindAgentPassport
 }

@@ -5,8 +5,11 @@ import (
 	"sort"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/convert"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
@@ -16,7 +19,7 @@ func (s *Set) Namespaces() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, o := range s.Objects {
-		if ns := o.Namespace(); !seen[ns] {
+		if ns := o.Namespace(); ns != "" && !seen[ns] {
 			seen[ns] = true
 			out = append(out, ns)
 		}
@@ -50,11 +53,23 @@ func (s *Set) build(opts ...policy.Option) ([]convert.BuiltBundle, error) {
 	builder := convert.BundleBuilder{Options: opts}
 	var out []convert.BuiltBundle
 	var problems []Problem
+	cluster, clusterProblems := s.clusterPolicies()
+	problems = append(problems, clusterProblems...)
 	for _, ns := range s.Namespaces() {
 		objs := convert.Objects{Namespace: ns}
 		byName := map[string]Object{}
+		nsLabels := labels.Set{"kubernetes.io/metadata.name": ns}
+		for k, v := range s.NamespaceLabels[ns] {
+			nsLabels[k] = v
+		}
+		for _, c := range cluster {
+			if c.selector.Matches(nsLabels) {
+				objs.ClusterPolicies = append(objs.ClusterPolicies, c.obj.ClusterPolicy)
+				byName[KindClusterGuardrailPolicy+"/"+convert.ClusterPolicyName(c.obj.Name())] = c.obj
+			}
+		}
 		for _, o := range s.Objects {
-			if o.Namespace() != ns {
+			if o.Namespace() != ns || o.ClusterPolicy != nil {
 				continue
 			}
 			byName[o.Kind()+"/"+o.Name()] = o
@@ -95,8 +110,11 @@ func (s *Set) build(opts ...policy.Option) ([]convert.BuiltBundle, error) {
 			}
 			for _, oe := range b.Rejected.Objects {
 				kind := KindGuardrailPolicy
-				if oe.Kind == policy.KindPassport {
+				switch {
+				case oe.Kind == policy.KindPassport:
 					kind = KindAgentPassport
+				case strings.HasPrefix(oe.Name, guardrailsv1alpha1.ClusterPolicyPrefix):
+					kind = KindClusterGuardrailPolicy
 				}
 				for _, fe := range oe.Errors {
 					place(kind, oe.Name, fe)
@@ -109,6 +127,41 @@ func (s *Set) build(opts ...policy.Option) ([]convert.BuiltBundle, error) {
 		return nil, &InvalidError{Problems: problems}
 	}
 	return out, nil
+}
+
+// clusterPolicy is a valid ClusterGuardrailPolicy of the set and its namespaceSelector.
+type clusterPolicy struct {
+	obj      Object
+	selector labels.Selector
+}
+
+// clusterPolicies validates the set's cluster policies once (not once per namespace) and returns
+// the valid ones, with a problem for every error of the others (namespace "").
+func (s *Set) clusterPolicies() ([]clusterPolicy, []Problem) {
+	var out []clusterPolicy
+	var problems []Problem
+	for _, o := range s.Objects {
+		if o.ClusterPolicy == nil {
+			continue
+		}
+		_, errs := convert.ValidateClusterPolicy(o.ClusterPolicy)
+		for _, fe := range errs {
+			problems = append(problems, Problem{Source: o.Source, File: o.Source.File, Document: o.Source.Document,
+				Line: o.Source.Line, Kind: KindClusterGuardrailPolicy, Name: o.Name(), Path: fe.Field, Message: policy.ErrorMessage(fe)})
+		}
+		if len(errs) > 0 {
+			continue
+		}
+		sel := labels.Everything()
+		if ls := o.ClusterPolicy.Spec.NamespaceSelector; ls != nil {
+			var err error
+			if sel, err = metav1.LabelSelectorAsSelector(ls); err != nil {
+				continue // reported by ValidateClusterPolicy
+			}
+		}
+		out = append(out, clusterPolicy{obj: o, selector: sel})
+	}
+	return out, problems
 }
 
 // Problem is one compile problem, located in the manifests.

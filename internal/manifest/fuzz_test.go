@@ -29,7 +29,7 @@ func FuzzLoad(f *testing.F) {
 			return
 		}
 		for _, o := range set.Objects {
-			if o.Name() == "" || o.Namespace() == "" {
+			if o.Name() == "" || (o.Namespace() == "") != (o.ClusterPolicy != nil) {
 				t.Fatalf("object without name or namespace: %+v", o.Source)
 			}
 		}

@@ -32,8 +32,9 @@ const DefaultNamespace = "default"
 
 // Kinds this package loads.
 const (
-	KindGuardrailPolicy = "GuardrailPolicy"
-	KindAgentPassport   = "AgentPassport"
+	KindGuardrailPolicy        = "GuardrailPolicy"
+	KindAgentPassport          = "AgentPassport"
+	KindClusterGuardrailPolicy = "ClusterGuardrailPolicy"
 )
 
 // Source says where an object was read from.
@@ -64,8 +65,8 @@ func (s Source) String() string {
 	return b.String()
 }
 
-// Object is one GuardrailPolicy or AgentPassport read from a manifest. Exactly one of Policy and
-// Passport is set.
+// Object is one GuardrailPolicy, AgentPassport or ClusterGuardrailPolicy read from a manifest.
+// Exactly one of Policy, Passport and ClusterPolicy is set.
 type Object struct {
 	// Source is where the object was read from.
 	Source Source
@@ -73,28 +74,40 @@ type Object struct {
 	Policy *guardrailsv1alpha1.GuardrailPolicy
 	// Passport is the decoded AgentPassport.
 	Passport *guardrailsv1alpha1.AgentPassport
+	// ClusterPolicy is the decoded ClusterGuardrailPolicy.
+	ClusterPolicy *guardrailsv1alpha1.ClusterGuardrailPolicy
 }
 
-// Kind returns GuardrailPolicy or AgentPassport.
+// Kind returns GuardrailPolicy, AgentPassport or ClusterGuardrailPolicy.
 func (o Object) Kind() string {
-	if o.Policy != nil {
+	switch {
+	case o.Policy != nil:
 		return KindGuardrailPolicy
+	case o.ClusterPolicy != nil:
+		return KindClusterGuardrailPolicy
 	}
 	return KindAgentPassport
 }
 
-// Namespace returns the object's namespace (DefaultNamespace applied on load).
+// Namespace returns the object's namespace (DefaultNamespace applied on load; "" for a
+// ClusterGuardrailPolicy).
 func (o Object) Namespace() string {
-	if o.Policy != nil {
+	switch {
+	case o.Policy != nil:
 		return o.Policy.Namespace
+	case o.ClusterPolicy != nil:
+		return ""
 	}
 	return o.Passport.Namespace
 }
 
 // Name returns the object's name.
 func (o Object) Name() string {
-	if o.Policy != nil {
+	switch {
+	case o.Policy != nil:
 		return o.Policy.Name
+	case o.ClusterPolicy != nil:
+		return o.ClusterPolicy.Name
 	}
 	return o.Passport.Name
 }
@@ -114,6 +127,10 @@ type Set struct {
 	Objects []Object
 	// Skipped are documents of other kinds.
 	Skipped []Skipped
+	// NamespaceLabels are the labels of the Namespace objects among the skipped documents, by name:
+	// the labels a ClusterGuardrailPolicy's namespaceSelector is matched against (besides
+	// kubernetes.io/metadata.name, which every namespace carries).
+	NamespaceLabels map[string]map[string]string
 	// Files are the files read.
 	Files []string
 }
@@ -422,6 +439,9 @@ func (s *Set) addDocument(src Source, data []byte, allowList bool) error {
 		}
 		return errors.Join(errs...)
 	case group != guardrailsv1alpha1.GroupVersion.Group:
+		if tm.APIVersion == "v1" && tm.Kind == "Namespace" {
+			s.addNamespace(data)
+		}
 		s.Skipped = append(s.Skipped, Skipped{Source: src, APIVersion: tm.APIVersion, Kind: tm.Kind})
 		return nil
 	case version != guardrailsv1alpha1.GroupVersion.Version:
@@ -436,9 +456,12 @@ func (s *Set) addDocument(src Source, data []byte, allowList bool) error {
 	case KindAgentPassport:
 		obj.Passport = &guardrailsv1alpha1.AgentPassport{}
 		target = obj.Passport
+	case KindClusterGuardrailPolicy:
+		obj.ClusterPolicy = &guardrailsv1alpha1.ClusterGuardrailPolicy{}
+		target = obj.ClusterPolicy
 	default:
-		return &Error{Source: src, Err: fmt.Errorf("unknown kind %q in %s: want %s or %s",
-			tm.Kind, tm.APIVersion, KindGuardrailPolicy, KindAgentPassport)}
+		return &Error{Source: src, Err: fmt.Errorf("unknown kind %q in %s: want %s, %s or %s",
+			tm.Kind, tm.APIVersion, KindGuardrailPolicy, KindAgentPassport, KindClusterGuardrailPolicy)}
 	}
 	strict, err := sigsjson.UnmarshalStrict(data, target)
 	if err != nil {
@@ -461,12 +484,16 @@ func (s *Set) addDocument(src Source, data []byte, allowList bool) error {
 // normalize applies the default namespace and checks the object metadata.
 func normalize(o *Object) error {
 	var meta *metav1.ObjectMeta
-	if o.Policy != nil {
+	switch {
+	case o.Policy != nil:
 		meta = &o.Policy.ObjectMeta
-	} else {
+	case o.ClusterPolicy != nil:
+		meta = &o.ClusterPolicy.ObjectMeta
+		meta.Namespace = "" // cluster-scoped: the API server ignores it too
+	default:
 		meta = &o.Passport.ObjectMeta
 	}
-	if meta.Namespace == "" {
+	if meta.Namespace == "" && o.ClusterPolicy == nil {
 		meta.Namespace = DefaultNamespace
 	}
 	var problems []string
@@ -477,8 +504,10 @@ func normalize(o *Object) error {
 			problems = append(problems, fmt.Sprintf("metadata.name %q: %s", meta.Name, m))
 		}
 	}
-	for _, m := range validation.IsDNS1123Label(meta.Namespace) {
-		problems = append(problems, fmt.Sprintf("metadata.namespace %q: %s", meta.Namespace, m))
+	if o.ClusterPolicy == nil {
+		for _, m := range validation.IsDNS1123Label(meta.Namespace) {
+			problems = append(problems, fmt.Sprintf("metadata.namespace %q: %s", meta.Namespace, m))
+		}
 	}
 	if o.Passport != nil {
 		spec := o.Passport.Spec
@@ -496,12 +525,33 @@ func normalize(o *Object) error {
 	}
 	// The conversion into engine structs must succeed for every loaded object.
 	var err error
-	if o.Policy != nil {
+	switch {
+	case o.Policy != nil:
 		_, err = convert.Policy(o.Policy)
-	} else {
+	case o.ClusterPolicy != nil:
+		_, err = convert.ClusterPolicy(o.ClusterPolicy)
+	default:
 		_, err = convert.Passport(o.Passport)
 	}
 	return err
+}
+
+// addNamespace records the labels of a Namespace document (one that does not decode is left to
+// the tools that own it).
+func (s *Set) addNamespace(data []byte) {
+	var ns struct {
+		Metadata struct {
+			Name   string            `json:"name"`
+			Labels map[string]string `json:"labels"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(data, &ns) != nil || ns.Metadata.Name == "" {
+		return
+	}
+	if s.NamespaceLabels == nil {
+		s.NamespaceLabels = map[string]map[string]string{}
+	}
+	s.NamespaceLabels[ns.Metadata.Name] = ns.Metadata.Labels
 }
 
 // isJSONObject reports whether raw is a JSON object (or null).

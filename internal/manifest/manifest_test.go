@@ -117,8 +117,8 @@ func TestLoadSamplesDirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(set.Objects) != 7 {
-		t.Fatalf("loaded %d objects from the samples, want 7", len(set.Objects))
+	if len(set.Objects) != 8 {
+		t.Fatalf("loaded %d objects from the samples, want 8", len(set.Objects))
 	}
 	snaps, err := set.Compile()
 	if err != nil {
@@ -181,5 +181,74 @@ func TestCompileProblemsNameTheFile(t *testing.T) {
 	want := "bad.yaml (document 2, line 9): GuardrailPolicy agents/no-rm: spec.rules[0].when: "
 	if !strings.HasPrefix(ie.Problems[0].String(), want) {
 		t.Errorf("problem = %q, want prefix %q", ie.Problems[0], want)
+	}
+}
+
+func TestClusterPolicyAppliesToTheNamespacesItSelects(t *testing.T) {
+	const docs = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: prod
+  labels: {tier: prod}
+---
+apiVersion: guardrails.tollgate.dev/v1alpha1
+kind: ClusterGuardrailPolicy
+metadata:
+  name: baseline
+spec:
+  namespaceSelector:
+    matchLabels: {tier: prod}
+  rules:
+  - name: no-rm
+    tools: [bash]
+    when: input.command.startsWith("rm ")
+    action: Deny
+---
+apiVersion: guardrails.tollgate.dev/v1alpha1
+kind: AgentPassport
+metadata: {name: bot, namespace: prod}
+spec:
+  owner: {id: me@example.com}
+  capabilities: [{id: system.command.execute}]
+---
+apiVersion: guardrails.tollgate.dev/v1alpha1
+kind: AgentPassport
+metadata: {name: bot, namespace: dev}
+spec:
+  owner: {id: me@example.com}
+  capabilities: [{id: system.command.execute}]
+`
+	set, err := Parse("cluster.yaml", []byte(docs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := set.Namespaces(); len(got) != 2 || got[0] != "dev" || got[1] != "prod" {
+		t.Fatalf("namespaces %v, want [dev prod] (a cluster policy has none)", got)
+	}
+	snaps, err := set.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := policy.Request{Passport: "bot", ToolName: "bash", ToolInput: map[string]any{"command": "rm x"}}
+	if d := snaps["prod"].Decide(context.Background(), req); d.Decision != policy.DecisionDeny || d.PolicyID != "cluster/baseline#no-rm" {
+		t.Errorf("prod: got %s by %q, want deny by cluster/baseline#no-rm", d.Decision, d.PolicyID)
+	}
+	if d := snaps["dev"].Decide(context.Background(), req); d.Decision != policy.DecisionAllow {
+		t.Errorf("dev (not selected): got %s %v, want allow", d.Decision, d.Reasons)
+	}
+
+	// An invalid cluster policy is reported once, with its kind, name and field path.
+	bad := strings.Replace(docs, `input.command.startsWith("rm ")`, `input.command.startsWith(`, 1)
+	set, err = Parse("cluster.yaml", []byte(bad))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = set.Compile()
+	var inv *InvalidError
+	if !errors.As(err, &inv) || len(inv.Problems) != 1 {
+		t.Fatalf("got %v, want one problem", err)
+	}
+	if p := inv.Problems[0]; p.Kind != KindClusterGuardrailPolicy || p.Name != "baseline" || p.Path != "spec.rules[0].when" || p.Line != 7 {
+		t.Errorf("problem %+v, want ClusterGuardrailPolicy baseline spec.rules[0].when at line 7", p)
 	}
 }

@@ -45,6 +45,7 @@ func (p *Proxy) callTool(ctx context.Context, px *proxied, req *mcp.CallToolRequ
 	if req.Session != nil {
 		dreq.ThreadID = req.Session.ID()
 	}
+	ctx = withTraceContext(ctx, req.Params.Meta, req.Extra)
 	d, err := p.cfg.Decider.Decide(ctx, &dreq, caller)
 	if err != nil {
 		return p.undecided("the call to", full, err), nil

@@ -36,7 +36,7 @@ func (f EvaluatorFunc) Evaluate(ctx context.Context, req Request) (Verdict, erro
 type Option func(*options)
 
 type options struct {
-	limiter    *RateLimiter
+	counters   CounterStore
 	evaluators func(ExternalEvaluatorSpec) Evaluator
 	clock      func() time.Time
 	ttl        time.Duration
@@ -46,9 +46,10 @@ type options struct {
 // DefaultDecisionTTL is how long a decision may be cached unless WithDecisionTTL says otherwise.
 const DefaultDecisionTTL = 60 * time.Second
 
-// WithRateLimiter makes the snapshot count rate limits in l, which outlives snapshot swaps.
-// Without it each snapshot gets its own limiter.
-func WithRateLimiter(l *RateLimiter) Option { return func(o *options) { o.limiter = l } }
+// WithCounterStore makes the snapshot keep its rate-limit and budget counters in cs, which
+// outlives snapshot swaps: a MemoryCounters shared by the snapshots of one process, or a store
+// shared by every decision endpoint (Redis). Without it each snapshot gets its own MemoryCounters.
+func WithCounterStore(cs CounterStore) Option { return func(o *options) { o.counters = cs } }
 
 // WithEvaluators supplies the factory that builds an Evaluator for each policy's externalEvaluator.
 // Without it, a policy with an external evaluator fails evaluation (see failurePolicy).

@@ -79,6 +79,7 @@ type cToolCap struct {
 type cPolicy struct {
 	name         string
 	id           string
+	cluster      bool // a ClusterGuardrailPolicy (Policy.ClusterScoped)
 	enforcement  int
 	failOpen     bool
 	defaultDeny  bool
@@ -89,6 +90,7 @@ type cPolicy struct {
 	globRules    []int32            // rules with wildcard tools, in order
 	requires     []cRequire
 	rateLimits   []cRateLimit
+	budgets      []cBudget
 	toolCaps     []cToolCap
 	input        cGuards     // input guards: text entering the model's context
 	inputHooks   hookSet     // the hooks the input guards screen at
@@ -109,19 +111,25 @@ func ValidatePolicy(p PolicySpec) field.ErrorList {
 	if err != nil {
 		return field.ErrorList{invalidField("spec", err.Error())}
 	}
-	_, fe := compilePolicy(cc, "", "", p)
+	_, fe := compilePolicy(cc, "", "", p, false)
 	return fe
 }
 
 // compilePolicy validates and compiles spec; errors have paths relative to the object ("spec.…").
-func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec) (*cPolicy, field.ErrorList) {
+func compilePolicy(cc *celCompiler, namespace, name string, spec PolicySpec, cluster bool) (*cPolicy, field.ErrorList) {
 	var e errs
-	cp := compileSettings(&e, namespace, name, spec)
+	idNamespace := namespace
+	if cluster {
+		idNamespace = "" // the default policy id of cluster/<name> is its name
+	}
+	cp := compileSettings(&e, idNamespace, name, spec)
+	cp.cluster = cluster
 	cp.compileToolCaps(&e, spec)
 	x := newExprCompiler(cc, &e)
 	cp.compileRules(x, spec)
 	cp.compileRequires(x, spec)
 	cp.compileRateLimits(&e, namespace, name, spec)
+	cp.compileBudgets(&e, namespace, name, spec)
 	cp.compileGuards(&e, cc, spec)
 	cp.compileEvaluator(&e, spec.ExternalEvaluator)
 	return cp, e.list
@@ -434,7 +442,17 @@ type capGlob struct {
 
 func newPolicySet(policies []*cPolicy) *policySet {
 	ps := &policySet{policies: policies}
-	for order, p := range policies {
+	// Cluster policies' toolCapabilities come first (a namespace cannot remap a tool a cluster
+	// policy maps), then the namespace's, each group in evaluation order.
+	ordered := make([]*cPolicy, 0, len(policies))
+	for _, cluster := range []bool{true, false} {
+		for _, p := range policies {
+			if p.cluster == cluster {
+				ordered = append(ordered, p)
+			}
+		}
+	}
+	for order, p := range ordered {
 		for _, tc := range p.toolCaps {
 			if tc.glob.exact {
 				if ps.capExact == nil {
@@ -587,7 +605,7 @@ type Snapshot struct {
 	clock     func() time.Time
 	ttl       time.Duration
 	deadline  time.Duration // evaluation deadline of one decision
-	limiter   *RateLimiter
+	counters  CounterStore
 	idPrefix  string
 	seq       atomic.Uint64
 
@@ -618,8 +636,8 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 	if o.clock == nil {
 		o.clock = time.Now
 	}
-	if o.limiter == nil {
-		o.limiter = NewRateLimiter(DefaultRateLimiterKeys)
+	if o.counters == nil {
+		o.counters = NewMemoryCounters(DefaultCounterKeys)
 	}
 	var bundleErrs errs
 	if b.Version != "" && b.Version != BundleVersion {
@@ -641,7 +659,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		clock:     o.clock,
 		ttl:       o.ttl,
 		deadline:  o.deadline,
-		limiter:   o.limiter,
+		counters:  o.counters,
 		idPrefix:  newIDPrefix(),
 		passports: make(map[string]*cPassport, len(b.Passports)),
 		byAgentID: make(map[string]*cPassport, len(b.Passports)),
@@ -662,7 +680,7 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		if ns == "" {
 			ns = b.Namespace
 		}
-		cp, fe := compilePolicy(cc, ns, p.Name, p.Spec)
+		cp, fe := compilePolicy(cc, ns, p.Name, p.Spec, p.ClusterScoped)
 		e.list = append(e.list, fe...)
 		report(KindPolicy, p.Name, i, e)
 
@@ -674,6 +692,10 @@ func Compile(b Bundle, opts ...Option) (*Snapshot, error) {
 		policies = append(policies, cp)
 	}
 	sort.SliceStable(policies, func(i, j int) bool {
+		// Cluster policies last: they judge the input the namespace's policies leave.
+		if policies[i].cluster != policies[j].cluster {
+			return policies[j].cluster
+		}
 		if policies[i].priority != policies[j].priority {
 			return policies[i].priority > policies[j].priority
 		}

@@ -176,6 +176,13 @@ func record(d *Decision, enforcement int, out outcome) {
 
 // applies reports whether pol is evaluated for req (the OAP verify route restricts by policy id).
 func applies(pol *cPolicy, req *Request) bool {
+	return named(pol, req) || pol.cluster
+}
+
+// named reports whether the request evaluates pol by its policy id (or names none). Cluster
+// policies apply even when a request names another policy: a namespace's policy id is no way
+// around the cluster's baseline.
+func named(pol *cPolicy, req *Request) bool {
 	return req.PolicyID == "" || pol.id == req.PolicyID
 }
 
@@ -253,7 +260,7 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 
 // decidePolicies evaluates the policies selecting the passport for a tool call the guard let through.
 func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall) Decision {
-	p, req, now, set := tc.p, tc.req, tc.now, tc.p.set
+	p, req, set := tc.p, tc.req, tc.p.set
 	input := req.ToolInput
 	modified := false
 	var allowRef, allowMsg, firstRef string
@@ -263,7 +270,9 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 		if !applies(pol, req) {
 			continue
 		}
-		evaluated++
+		if named(pol, req) {
+			evaluated++
+		}
 		out := pol.evalTool(ctx, tc, input)
 		if out.kind == outError {
 			if pol.failOpen {
@@ -298,8 +307,8 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 	if req.PolicyID != "" && evaluated == 0 {
 		return deny(d, CodePolicyDenied, "policy "+req.PolicyID+" does not apply to passport "+p.src.Name, req.PolicyID)
 	}
-	// Rate limits count only calls that the policies let through.
-	if out, limited := s.takeRateLimits(&d, set, p, req, now); limited {
+	// Rate limits and budgets count only calls that the policies let through.
+	if out, limited := s.takeCounters(ctx, &d, tc, input); limited {
 		return deny(d, out.code, out.msg, out.ref)
 	}
 	if modified {
@@ -319,42 +328,6 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 		allowMsg = "allowed"
 	}
 	return allow(d, allowMsg, allowRef)
-}
-
-// takeRateLimits counts the call against every rate limit of the applicable policies that covers
-// its tool. It reports the first exceeded limit of an enforcing policy; limits of DryRun and Warn
-// policies are recorded in d instead.
-func (s *Snapshot) takeRateLimits(d *Decision, set *policySet, p *cPassport, req *Request, now time.Time) (outcome, bool) {
-	for _, pol := range set.policies {
-		if len(pol.rateLimits) == 0 || !applies(pol, req) {
-			continue
-		}
-		for i := range pol.rateLimits {
-			rl := &pol.rateLimits[i]
-			if !rl.tools.match(req.ToolName) {
-				continue
-			}
-			subject := p.src.Name
-			key := rl.key
-			if rl.thread {
-				if req.ThreadID != "" {
-					subject = req.ThreadID
-				} else {
-					key = rl.keyNoThread
-				}
-			}
-			if s.limiter.take(rlKey{limit: key, subject: subject}, rl.limit, rl.window, now) {
-				continue
-			}
-			out := outcome{kind: outDeny, code: CodeRateLimitExceeded, ref: rl.ref, msg: rl.msg}
-			if pol.enforcement != enfEnforce {
-				record(d, pol.enforcement, out)
-				continue
-			}
-			return out, true
-		}
-	}
-	return outcome{}, false
 }
 
 // evalTool evaluates one policy for a tool call: requires, then the first matching rule, then the

@@ -249,11 +249,11 @@ func TestRateLimits(t *testing.T) {
 }
 
 func TestRateLimitSurvivesSnapshotSwap(t *testing.T) {
-	lim := NewRateLimiter(1000)
+	lim := NewMemoryCounters(1000)
 	ctx := context.Background()
 	req := Request{Passport: "a", ToolName: "web_fetch", ToolInput: map[string]any{"url": "https://example.com/x"}}
 	for i := range 4 {
-		snap, err := Compile(rateBundle(""), WithClock(fixedClock), WithRateLimiter(lim))
+		snap, err := Compile(rateBundle(""), WithClock(fixedClock), WithCounterStore(lim))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,10 +268,14 @@ func TestRateLimitSurvivesSnapshotSwap(t *testing.T) {
 }
 
 func TestRateLimiterBounded(t *testing.T) {
-	lim := NewRateLimiter(64)
+	lim := NewMemoryCounters(64)
 	now := testNow
+	res := make([]CounterResult, 1)
 	for i := range 10_000 {
-		lim.take(rlKey{limit: "l", subject: strings.Repeat("x", i%50) + string(rune('a'+i%26))}, 5, time.Minute, now)
+		op := CounterOp{Key: "l\x00" + strings.Repeat("x", i%50) + string(rune('a'+i%26)), Limit: 5, Window: time.Minute}
+		if err := lim.Apply(context.Background(), now, []CounterOp{op}, res); err != nil || !res[0].Allowed {
+			t.Fatalf("call %d: %+v, %v", i, res[0], err)
+		}
 		now = now.Add(time.Millisecond)
 	}
 	if n := lim.Len(); n > 64 {

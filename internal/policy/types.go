@@ -53,6 +53,11 @@ type Policy struct {
 	Labels map[string]string `json:"labels,omitempty"`
 	// Generation is the object generation.
 	Generation int64 `json:"generation,omitempty"`
+	// ClusterScoped marks a ClusterGuardrailPolicy merged into the namespace's bundle (its Name is
+	// cluster/<name>): its default policy id is its Name, it applies to every request even one naming
+	// another policy id, it is evaluated after the namespace's policies (on the input they leave), and
+	// its toolCapabilities come before theirs.
+	ClusterScoped bool `json:"clusterScoped,omitempty"`
 	// Spec is the policy spec, JSON-identical to GuardrailPolicy.spec.
 	Spec PolicySpec `json:"spec"`
 }
@@ -183,6 +188,8 @@ type PolicySpec struct {
 	Requires []Requirement `json:"requires,omitempty"`
 	// RateLimits cap how often matching tools may be called.
 	RateLimits []RateLimit `json:"rateLimits,omitempty"`
+	// Budgets cap the sum of a numeric argument of matching tools per period (see Budget).
+	Budgets []Budget `json:"budgets,omitempty"`
 	// InputGuards screen user messages before LLM calls.
 	InputGuards *InputGuards `json:"inputGuards,omitempty"`
 	// ResponseGuards screen LLM responses for safety terminations.

@@ -92,13 +92,17 @@ type Got struct {
 
 // Result is the outcome of one case.
 type Result struct {
-	File     string   `json:"file"`
+	File string `json:"file"`
+	// Line is the 1-based line of the case in its file (0 when unknown, e.g. in a JSON stream).
+	Line     int      `json:"line,omitempty"`
 	Test     string   `json:"test"`
 	Case     string   `json:"case"`
 	Pass     bool     `json:"pass"`
 	Expect   Expect   `json:"expect"`
 	Got      *Got     `json:"got,omitempty"`
 	Failures []string `json:"failures,omitempty"`
+	// Duration is how long the case took to decide.
+	Duration time.Duration `json:"-"`
 }
 
 // FileError is a test file (or a test in it) that could not run.
@@ -151,9 +155,14 @@ func Run(ctx context.Context, paths ...string) (*Report, error) {
 				rep.Errors = append(rep.Errors, FileError{File: f, Error: err.Error()})
 				continue
 			}
-			for _, t := range tests {
+			lines := caseLines(data)
+			for i, t := range tests {
 				found++
-				runTest(ctx, f, t, rep)
+				var tl []int
+				if i < len(lines) {
+					tl = lines[i]
+				}
+				runTest(ctx, f, t, tl, rep)
 			}
 		}
 	}
@@ -274,7 +283,8 @@ func (t *Test) load(file string) (*manifest.Set, error) {
 	return set, set.CheckDuplicates()
 }
 
-func runTest(ctx context.Context, file string, t Test, rep *Report) {
+// runTest runs t's cases; lines are their lines in file (shorter or nil when unknown).
+func runTest(ctx context.Context, file string, t Test, lines []int, rep *Report) {
 	set, err := t.load(file)
 	if err != nil {
 		rep.Errors = append(rep.Errors, FileError{File: file, Test: t.Metadata.Name, Error: err.Error()})
@@ -290,9 +300,14 @@ func runTest(ctx context.Context, file string, t Test, rep *Report) {
 		rep.Errors = append(rep.Errors, FileError{File: file, Test: t.Metadata.Name, Error: err.Error()})
 		return
 	}
-	for _, c := range t.Cases {
+	for i, c := range t.Cases {
+		start := time.Now()
 		res := runCase(ctx, svc, c)
+		res.Duration = time.Since(start)
 		res.File, res.Test = file, t.Metadata.Name
+		if i < len(lines) {
+			res.Line = lines[i]
+		}
 		if res.Pass {
 			rep.Passed++
 		} else {

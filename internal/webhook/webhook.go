@@ -1,5 +1,5 @@
 // Package webhook registers Tollgate's admission webhooks: defaulting and validation of
-// GuardrailPolicies and AgentPassports (package v1alpha1) and the opt-in pod injector (package pod).
+// GuardrailPolicies, ClusterGuardrailPolicies and AgentPassports (package v1alpha1) and the opt-in pod injector (package pod).
 //
 // Every webhook configuration ignores kube-system, the operator's namespace and namespaces labelled
 // tollgate.dev/webhook=ignore; the pod injector is only called for pods carrying
@@ -55,6 +55,9 @@ func Setup(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("starting the AgentPassport informer: %w", err)
 	}
 	if err := v1alpha1.SetupGuardrailPolicyWebhookWithManager(mgr); err != nil {
+		return err
+	}
+	if err := v1alpha1.SetupClusterGuardrailPolicyWebhookWithManager(mgr); err != nil {
 		return err
 	}
 	if err := v1alpha1.SetupAgentPassportWebhookWithManager(mgr); err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -215,6 +216,28 @@ var _ = Describe("GuardrailPolicy admission", func() {
 		Expect(stored.Spec.Priority).To(BeZero())
 		Expect(stored.Spec.RateLimits[0].Per).To(BeEquivalentTo("Passport"))
 
+	})
+
+	It("stores a budget's defaults and refuses a budget without a cap", func() {
+		p := &guardrailsv1alpha1.GuardrailPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "budgets"},
+			Spec: guardrailsv1alpha1.GuardrailPolicySpec{
+				Budgets: []guardrailsv1alpha1.Budget{{Name: "daily", Tools: []string{"refund"}, Field: "amount", Max: 100}},
+			},
+		}
+		Expect(h.client.Create(ctx, p)).To(Succeed())
+		stored := &guardrailsv1alpha1.GuardrailPolicy{}
+		Expect(h.client.Get(ctx, client.ObjectKeyFromObject(p), stored)).To(Succeed())
+		Expect(stored.Spec.Budgets[0].Per).To(BeEquivalentTo("Passport"))
+		Expect(stored.Spec.Budgets[0].Period).NotTo(BeNil())
+		Expect(stored.Spec.Budgets[0].Period.Duration).To(Equal(24 * time.Hour))
+
+		bad := p.DeepCopy()
+		bad.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: "budget-without-cap"}
+		bad.Spec.Budgets[0].Max = 0
+		err := h.client.Create(ctx, bad)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("max or limitKey is required"))
 	})
 })
 

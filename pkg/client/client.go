@@ -18,6 +18,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Environment variables read by FromEnv and Decide.
@@ -217,6 +219,9 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 		return fmt.Errorf("tollgate: building request: %w", err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	// The caller's OpenTelemetry span, if ctx has one: the decision joins its trace (traceparent,
+	// tracestate).
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(hr.Header))
 	tok, err := c.token()
 	if err != nil {
 		return err

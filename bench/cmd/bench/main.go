@@ -35,6 +35,7 @@ type config struct {
 	readme      string        // README to update ("" = leave it alone)
 	only        []string      // stages to run (empty = all)
 	deadline    time.Duration // the whole run must end within this
+	fleet       fleetConfig   // the fleet stage
 }
 
 // Stage names, as -only takes them.
@@ -45,14 +46,15 @@ const (
 	stagePropagation = "propagation"
 	stageMCP         = "mcp"
 	stageReports     = "reports"
+	stageFleet       = "fleet"
 )
 
 // stageNames are the stages in the order they run: the HTTP stage first, while this process's heap
 // is still small.
-var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation, stageMCP, stageReports}
+var stageNames = []string{stageHTTP, stageEngine, stageScale, stagePropagation, stageMCP, stageFleet, stageReports}
 
 // tableOrder is the order of the stages' rows in the table (the numbering).
-var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale, stageMCP, stageReports}
+var tableOrder = []string{stageEngine, stageHTTP, stagePropagation, stageScale, stageFleet, stageMCP, stageReports}
 
 func main() {
 	if err := run(); err != nil {
@@ -72,7 +74,8 @@ func parseFlags() (config, error) {
 	fs.StringVar(&cfg.out, "out", filepath.Join(root, "bench", "results.json"), "where to write the results as JSON (\"\" = nowhere)")
 	fs.StringVar(&cfg.readme, "readme", "", "README whose performance section to rewrite with the table (\"\" = none)")
 	only := fs.String("only", "", "comma-separated stages to run: "+strings.Join(stageNames, ","))
-	fs.DurationVar(&cfg.deadline, "deadline", 15*time.Minute, "abort when the whole run takes longer")
+	fs.DurationVar(&cfg.deadline, "deadline", 30*time.Minute, "abort when the whole run takes longer")
+	bindFleetFlags(fs, &cfg.fleet)
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return cfg, fmt.Errorf("parsing flags: %w", err)
 	}
@@ -113,7 +116,7 @@ func run() error {
 	}
 	stages := map[string]func(context.Context, config) ([]report.Row, []string, error){
 		stageHTTP: benchHTTP, stageEngine: benchEngine, stageScale: benchScale, stagePropagation: benchPropagation,
-		stageMCP: benchMCP, stageReports: benchReports,
+		stageMCP: benchMCP, stageFleet: benchFleet, stageReports: benchReports,
 	}
 	stageRows, stageNotes := map[string][]report.Row{}, map[string][]string{}
 	for _, name := range stageNames {

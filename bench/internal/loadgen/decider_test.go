@@ -40,9 +40,10 @@ func samplesStore() (*decider.Store, error) {
 		return nil, fmt.Errorf("loading the samples: %w", err)
 	}
 	for _, o := range set.Objects {
-		if o.Policy != nil {
+		switch {
+		case o.Policy != nil:
 			o.Policy.Namespace = "team-a"
-		} else {
+		case o.Passport != nil:
 			o.Passport.Namespace = "team-a"
 		}
 	}

@@ -50,6 +50,13 @@ func DefaultGuardrailPolicySpec(s *guardrailsv1alpha1.GuardrailPolicySpec) {
 	for i := range s.RateLimits {
 		orDefault(&s.RateLimits[i].Per, policy.DefaultRateLimitPer)
 	}
+	for i := range s.Budgets {
+		b := &s.Budgets[i]
+		orDefault(&b.Per, policy.DefaultBudgetPer)
+		if b.Period == nil {
+			b.Period = &metav1.Duration{Duration: policy.DefaultBudgetPeriod}
+		}
+	}
 	if g := s.InputGuards; g != nil {
 		orDefault(&g.BlockThreshold, policy.DefaultBlockThreshold)
 		for i := range g.Patterns {

@@ -13,6 +13,7 @@ import type {
   PolicyResult,
   Reason,
 } from "./types.js";
+import { traceHeaders } from "./tracing.js";
 
 /** Environment variables the Tollgate pod webhook injects into opted-in agent pods. */
 export const ENV_URL = "TOLLGATE_URL";
@@ -302,12 +303,14 @@ export class Client {
     const target = this.url + path;
     const deadline = Date.now() + this.timeoutMs;
     let reauthed = false;
+    // Read before any await of this call: the caller's active span, if OpenTelemetry is in use.
+    const trace = await traceHeaders();
     for (let attempt = 1; ; attempt++) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) {
         throw new Unavailable(`tollgate: no answer from ${target} within ${this.timeoutMs}ms`, attempt - 1);
       }
-      const headers: Record<string, string> = { Accept: "application/json", ...this.#headers };
+      const headers: Record<string, string> = { Accept: "application/json", ...this.#headers, ...trace };
       if (payload !== undefined) headers["Content-Type"] = "application/json";
       const token = await this.#bearer();
       if (token) headers["Authorization"] = `Bearer ${token}`;

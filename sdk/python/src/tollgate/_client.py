@@ -28,6 +28,7 @@ from ._models import (
     to_jsonable,
 )
 from ._token import TokenSource
+from ._tracing import trace_headers
 from ._version import __version__
 
 __all__ = ["AsyncClient", "Client", "ENV_PASSPORT", "ENV_TOKEN_FILE", "ENV_URL"]
@@ -394,7 +395,9 @@ class Client(_Base):
         reauthed = False
         attempt = 0
         while True:
-            headers = self._auth_headers()
+            auth = self._auth_headers()
+            trace = trace_headers()
+            headers = {**auth, **trace} if trace else auth
             resp: httpx.Response | None = None
             try:
                 resp = self._http.post(url, content=content, headers=headers, timeout=self.timeout)
@@ -407,7 +410,7 @@ class Client(_Base):
                 if resp.status_code == 401 and not reauthed and self._tokens.token_file:
                     # The kubelet may have rotated the token since it was read: read it again once.
                     reauthed = True
-                    if self._auth_headers(force=True) != headers:
+                    if self._auth_headers(force=True) != auth:
                         continue
                 if resp.status_code != 503 or attempt >= self.retries:
                     return self._answer(resp)
@@ -560,7 +563,9 @@ class AsyncClient(_Base):
         reauthed = False
         attempt = 0
         while True:
-            headers = self._auth_headers()
+            auth = self._auth_headers()
+            trace = trace_headers()
+            headers = {**auth, **trace} if trace else auth
             resp: httpx.Response | None = None
             try:
                 resp = await self._client().post(url, content=content, headers=headers, timeout=self.timeout)
@@ -572,7 +577,7 @@ class AsyncClient(_Base):
             if resp is not None:
                 if resp.status_code == 401 and not reauthed and self._tokens.token_file:
                     reauthed = True
-                    if self._auth_headers(force=True) != headers:
+                    if self._auth_headers(force=True) != auth:
                         continue
                 if resp.status_code != 503 or attempt >= self.retries:
                     return self._answer(resp)
