@@ -68,6 +68,10 @@ helm-lint: ## Lint charts/tollgate as helm lint --strict does, with Helm's Go pa
 envtest: ## Build (once) the envtest kube-apiserver and etcd into bin/k8s.
 	@hack/envtest.sh "$(ENVTEST_DIR)" >/dev/null
 
+.PHONY: promtool
+promtool: ## Build (once) promtool, the alert rules' test engine, into bin/ (hack/promtool.sh; TestAlertRules builds it when missing).
+	@hack/promtool.sh >/dev/null
+
 .PHONY: test
 test: test-go test-python test-typescript ## Every test: Go (envtest suites included), then the Python and TypeScript SDKs.
 

@@ -106,13 +106,13 @@ func (w *webhookOptions) managerOptions(o *ctrl.Options) error {
 	if !w.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-	o.WebhookServer = webhook.NewServer(webhook.Options{
+	o.WebhookServer = tgwebhook.InstrumentServer(webhook.NewServer(webhook.Options{
 		Port:     w.port,
 		CertDir:  w.certPath,
 		CertName: w.certName,
 		KeyName:  w.keyName,
 		TLSOpts:  tlsOpts,
-	})
+	}))
 	return nil
 }
 

@@ -85,6 +85,7 @@ func Setup(mgr ctrl.Manager, opts Options) (*Controllers, error) {
 	}
 
 	state := newBundleState()
+	bundleCollector.state.Store(state)
 	vals := newValidations()
 	recorder := mgr.GetEventRecorder("tollgate-controller")
 	policyEvents := make(chan event.GenericEvent, 1024)

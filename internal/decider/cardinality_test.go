@@ -95,14 +95,22 @@ func TestMetricsCardinality(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d requests (%d decided, %d of them verify calls): /metrics is %d bytes, %d samples; tollgate_decisions_total %d series, tollgate_http_requests_total %d",
-		sent.Load(), decided.Load(), verified.Load(), len(body), total, series["tollgate_decisions_total"], series["tollgate_http_requests_total"])
+	t.Logf("%d requests (%d decided, %d of them verify calls): /metrics is %d bytes, %d samples; tollgate_decisions_total %d series, tollgate_http_requests_total %d, tollgate_passport_denials_total %d, tollgate_tool_denials_total %d",
+		sent.Load(), decided.Load(), verified.Load(), len(body), total, series["tollgate_decisions_total"], series["tollgate_http_requests_total"],
+		series["tollgate_passport_denials_total"], series["tollgate_tool_denials_total"])
 	// outcomes × codes × policies actually reached is a handful; the bound leaves room for all of them.
 	if got := series["tollgate_decisions_total"]; got > 20 {
 		t.Errorf("tollgate_decisions_total has %d series, want ≤ 20", got)
 	}
 	if got := series["tollgate_http_requests_total"]; got > 10 {
 		t.Errorf("tollgate_http_requests_total has %d series, want ≤ 10", got)
+	}
+	// Per-passport and per-tool denials: the passports and tools of the bundle, plus other.
+	if got := series["tollgate_passport_denials_total"]; got > 4 {
+		t.Errorf("tollgate_passport_denials_total has %d series, want ≤ 4", got)
+	}
+	if got := series["tollgate_tool_denials_total"]; got > 8 {
+		t.Errorf("tollgate_tool_denials_total has %d series, want ≤ 8", got)
 	}
 	if len(body) > 64<<10 {
 		t.Errorf("/metrics is %d bytes, want ≤ 64 KiB", len(body))
@@ -111,6 +119,11 @@ func TestMetricsCardinality(t *testing.T) {
 		`tollgate_decisions_total{code="other",outcome="deny",policy="custom.code.v1"}`,
 		`tollgate_decisions_total{code="oap.passport_not_found",outcome="deny",policy=""}`,
 		`tollgate_http_requests_total{code="404",route="other"}`,
+		`tollgate_passport_denials_total{namespace="team-a",passport="coding-agent"}`,
+		`tollgate_passport_denials_total{namespace="team-a",passport="other"}`,
+		`tollgate_passport_denials_total{namespace="other",passport="other"}`,
+		`tollgate_tool_denials_total{namespace="team-a",tool="other"}`,
+		`tollgate_tool_denials_total{namespace="team-a",tool="read_file"}`,
 	}
 	if verified.Load() > 0 { // decided verify calls for ids no snapshot has
 		want = append(want, `policy="other"}`)

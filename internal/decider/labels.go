@@ -16,6 +16,14 @@ import (
 // labelOther is the label value of anything outside a label's closed set.
 const labelOther = "other"
 
+// Label names shared by several metrics.
+const (
+	labelNamespace = "namespace"
+	labelPassport  = "passport"
+	labelTool      = "tool"
+	labelStatus    = "status"
+)
+
 // outcomeLabels are the outcome label's values.
 var outcomeLabels = map[string]string{
 	policy.DecisionAllow:  policy.DecisionAllow,
@@ -111,4 +119,108 @@ func (s *Store) policyLabel(policyID string) string {
 		return l
 	}
 	return labelOther
+}
+
+// toolNames are the literal tool names (globs without `*`) a bundle's policies name in their rules,
+// requirements, rate limits and tool-capability mappings.
+func toolNames(b *policy.Bundle) map[string]struct{} {
+	names := map[string]struct{}{}
+	add := func(globs ...string) {
+		for _, g := range globs {
+			if g != "" && !strings.Contains(g, "*") {
+				names[g] = struct{}{}
+			}
+		}
+	}
+	for i := range b.Policies {
+		spec := &b.Policies[i].Spec
+		for _, tc := range spec.ToolCapabilities {
+			add(tc.Tool)
+		}
+		for _, r := range spec.Rules {
+			add(r.Tools...)
+		}
+		for _, r := range spec.Requires {
+			add(r.Tools...)
+		}
+		for _, r := range spec.RateLimits {
+			add(r.Tools...)
+		}
+	}
+	return names
+}
+
+// publishToolNamesLocked sets the namespace's literal tool names (nil: the namespace is gone).
+// Callers hold s.mu.
+func (s *Store) publishToolNamesLocked(namespace string, names map[string]struct{}) {
+	next := map[string]map[string]struct{}{}
+	if cur := s.toolLabels.Load(); cur != nil {
+		next = maps.Clone(*cur)
+	}
+	if names == nil {
+		delete(next, namespace)
+	} else {
+		next[namespace] = names
+	}
+	s.toolLabels.Store(&next)
+}
+
+// toolLabel is the tool label of a call of tool answered from namespace's snapshot: the tool when
+// it is a built-in tool name or one the namespace's policies name literally, "" for calls without a
+// tool (LLM hooks), else labelOther.
+func (s *Store) toolLabel(namespace, tool string) string {
+	if tool == "" || policy.IsBuiltinToolName(tool) {
+		return tool
+	}
+	if m := s.toolLabels.Load(); m != nil {
+		if _, ok := (*m)[namespace][tool]; ok {
+			return tool
+		}
+	}
+	return labelOther
+}
+
+// knownTool reports whether tool is a label value toolLabel can return for namespace (other than
+// labelOther): the metrics drop series whose tool has left the bundle.
+func (s *Store) knownTool(namespace, tool string) bool {
+	return tool == labelOther || s.toolLabel(namespace, tool) == tool
+}
+
+// passportLabels are the namespace and passport labels of a decision answered from snap for req:
+// the snapshot's namespace and the name of the passport the request named (by name or agent id)
+// when the snapshot holds it, else labelOther for either.
+func passportLabels(snap *policy.Snapshot, req *policy.Request) (namespace, passport string) {
+	if snap == nil {
+		return labelOther, labelOther
+	}
+	namespace, passport = snap.Namespace(), labelOther
+	var p policy.Passport
+	var ok bool
+	switch {
+	case req.Passport != "":
+		p, ok = snap.Passport(req.Passport)
+	case req.AgentID != "":
+		p, ok = snap.PassportByAgentID(req.AgentID)
+	}
+	if ok {
+		passport = p.Name
+	}
+	return namespace, passport
+}
+
+// knownPassport reports whether the labels namespace and passport can still be produced by
+// passportLabels: the metrics drop series of passports that left their bundle.
+func (s *Store) knownPassport(namespace, passport string) bool {
+	if namespace == labelOther {
+		return true
+	}
+	snap, ok := s.Snapshot(namespace)
+	if !ok {
+		return false
+	}
+	if passport == labelOther {
+		return true
+	}
+	_, ok = snap.Passport(passport)
+	return ok
 }

@@ -3,9 +3,13 @@ package decider
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
 // metrics are the transport's Prometheus metrics, registered with the Service's on a registry the
@@ -56,17 +60,23 @@ type storeCollector struct{ store *Store }
 
 var (
 	descBundle = prometheus.NewDesc("tollgate_bundle_info",
-		"The bundle revision served for a namespace (value 1).", []string{"namespace", "revision"}, nil)
+		"The bundle revision served for a namespace (value 1).", []string{labelNamespace, "revision"}, nil)
 	descBundleLoadErrors = prometheus.NewDesc("tollgate_bundle_load_errors_total",
 		"Bundles that failed to decode or compile (the last good snapshot kept serving), by namespace.",
-		[]string{"namespace"}, nil)
+		[]string{labelNamespace}, nil)
 	descBundleError = prometheus.NewDesc("tollgate_bundle_load_failing",
 		"1 when the namespace's latest bundle failed to load and an older snapshot is served.",
-		[]string{"namespace"}, nil)
+		[]string{labelNamespace}, nil)
 	descBundleLoadedAt = prometheus.NewDesc("tollgate_bundle_loaded_timestamp_seconds",
-		"When the served snapshot of a namespace was loaded (Unix time).", []string{"namespace"}, nil)
+		"When the served snapshot of a namespace was loaded (Unix time).", []string{labelNamespace}, nil)
 	descSnapshots = prometheus.NewDesc("tollgate_bundles_loaded",
 		"Namespaces with a loaded snapshot.", nil, nil)
+	descPassports = prometheus.NewDesc("tollgate_passports",
+		"Passports of the served snapshots by bundle namespace and effective status (active, suspended, revoked, expired, auto_suspended).",
+		[]string{labelNamespace, labelStatus}, nil)
+	descPassportSuspended = prometheus.NewDesc("tollgate_passport_suspended",
+		"1 for each passport of a served snapshot that is denied every call: status suspended, revoked, expired or auto_suspended (active passports have no series).",
+		[]string{labelNamespace, labelPassport, labelStatus}, nil)
 	descCounterUp = prometheus.NewDesc("tollgate_counter_store_up",
 		"1 while the rate-limit and budget counter store answers (always 1 for the in-memory store).",
 		[]string{"backend"}, nil)
@@ -76,6 +86,16 @@ var (
 		"Counter-store calls that failed (each policy's failurePolicy decided the call).", []string{"backend"}, nil)
 )
 
+// Status label values besides spec.status: an active passport past its expiresAt, and one
+// suspended automatically (spec.autoSuspend) for now.
+const (
+	statusExpired       = "expired"
+	statusAutoSuspended = "auto_suspended"
+)
+
+// passportStatuses are the status label values of tollgate_passports, each reported (0 included).
+var passportStatuses = []string{policy.StatusActive, policy.StatusSuspended, policy.StatusRevoked, statusExpired, statusAutoSuspended}
+
 // Describe implements prometheus.Collector.
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBundle
@@ -83,6 +103,8 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBundleError
 	ch <- descBundleLoadedAt
 	ch <- descSnapshots
+	ch <- descPassports
+	ch <- descPassportSuspended
 	ch <- descCounterUp
 	ch <- descCounterCalls
 	ch <- descCounterErrors
@@ -116,7 +138,85 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 				float64(st.LoadedAt.UnixNano())/1e9, st.Namespace)
 		}
 	}
+	now := time.Now()
+	for _, ns := range c.store.Namespaces() {
+		snap, ok := c.store.Snapshot(ns)
+		if !ok {
+			continue
+		}
+		counts := make(map[string]int, len(passportStatuses))
+		snap.EachPassport(func(name, status string, expires, autoUntil time.Time) {
+			switch {
+			case status != policy.StatusActive:
+			case !expires.IsZero() && !now.Before(expires):
+				status = statusExpired
+			case now.Before(autoUntil):
+				status = statusAutoSuspended
+			}
+			status = closedLabel(passportStatusLabels, status)
+			counts[status]++
+			if status != policy.StatusActive {
+				emit(ch, descPassportSuspended, prometheus.GaugeValue, 1, ns, name, status)
+			}
+		})
+		for _, st := range passportStatuses {
+			emit(ch, descPassports, prometheus.GaugeValue, float64(counts[st]), ns, st)
+		}
+	}
 }
+
+// passportStatusLabels are the status label's values.
+var passportStatusLabels = func() map[string]string {
+	m := make(map[string]string, len(passportStatuses))
+	for _, s := range passportStatuses {
+		m[s] = s
+	}
+	return m
+}()
+
+// prunedCounterVec is a CounterVec whose series for label values that no longer exist (a passport
+// or tool that left its bundle) are deleted at scrape time, so that its cardinality follows the
+// served bundles instead of growing with their history.
+type prunedCounterVec struct {
+	vec  *prometheus.CounterVec
+	keep func(labels map[string]string) bool
+}
+
+// Describe implements prometheus.Collector.
+func (p *prunedCounterVec) Describe(ch chan<- *prometheus.Desc) { p.vec.Describe(ch) }
+
+// Collect implements prometheus.Collector: it forwards the series keep accepts and deletes the
+// others once the vector's collection is over (deleting during it would deadlock).
+func (p *prunedCounterVec) Collect(ch chan<- prometheus.Metric) {
+	all := make(chan prometheus.Metric, 64)
+	go func() {
+		p.vec.Collect(all)
+		close(all)
+	}()
+	var stale []map[string]string
+	for m := range all {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			continue
+		}
+		labels := make(map[string]string, len(pb.GetLabel()))
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if !p.keep(labels) {
+			stale = append(stale, labels)
+			continue
+		}
+		ch <- m
+	}
+	for _, l := range stale {
+		p.vec.Delete(l)
+	}
+}
+
+// MetricsRegistry returns the registry the Server's /metrics serves: the service's and the
+// transport's metrics and the Go and process collectors.
+func (s *Server) MetricsRegistry() *prometheus.Registry { return s.metrics.reg }
 
 // logCollector reports the decision log's counters per sink at scrape time.
 type logCollector struct{ log *DecisionLog }

@@ -30,6 +30,10 @@ type Service struct {
 
 	decisions *prometheus.CounterVec
 	latency   prometheus.Histogram
+	// passportDenials, toolDenials and evalErrors are labelled from closed sets too (labels.go).
+	passportDenials *prometheus.CounterVec
+	toolDenials     *prometheus.CounterVec
+	evalErrors      *prometheus.CounterVec
 
 	// idPrefix and seq number the denies the service makes itself (no snapshot to ask).
 	idPrefix string
@@ -68,6 +72,18 @@ func NewService(store *Store, opts ServiceOptions) *Service {
 			Help:    "Time to decide one request, from decoded request to decision (authentication included).",
 			Buckets: []float64{25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 50e-3, 100e-3, 250e-3, 500e-3, 1},
 		}),
+		passportDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_passport_denials_total",
+			Help: "Deny decisions by bundle namespace and passport (a passport of that namespace's served snapshot, else other).",
+		}, []string{labelNamespace, labelPassport}),
+		toolDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_tool_denials_total",
+			Help: "Deny decisions by bundle namespace and tool (a built-in tool name or one the namespace's policies name literally, else other).",
+		}, []string{labelNamespace, labelTool}),
+		evalErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_evaluation_errors_total",
+			Help: "Policy evaluations that failed (CEL errors, external evaluator failures and timeouts), whatever the policy's failurePolicy and enforcementAction, by policy.",
+		}, []string{"policy"}),
 	}
 }
 
@@ -82,7 +98,14 @@ func randomPrefix() string {
 // collectors are the service's metrics: decisions by outcome, their latency, the store's load
 // state and the decision log's counters. The transport registers them beside its own.
 func (s *Service) collectors() []prometheus.Collector {
-	cs := []prometheus.Collector{s.decisions, s.latency, &storeCollector{store: s.store}}
+	cs := []prometheus.Collector{s.decisions, s.latency, s.evalErrors, &storeCollector{store: s.store},
+		&prunedCounterVec{vec: s.passportDenials, keep: func(l map[string]string) bool {
+			return s.store.knownPassport(l[labelNamespace], l[labelPassport])
+		}},
+		&prunedCounterVec{vec: s.toolDenials, keep: func(l map[string]string) bool {
+			return s.store.knownPassport(l[labelNamespace], labelOther) && s.store.knownTool(l[labelNamespace], l[labelTool])
+		}},
+	}
 	if l := s.log; l != nil {
 		cs = append(cs, &logCollector{log: l})
 	}
@@ -198,6 +221,16 @@ func (s *Service) record(ctx context.Context, d *policy.Decision, req *policy.Re
 	s.decisions.WithLabelValues(closedLabel(outcomeLabels, d.Decision), closedLabel(codeLabels, code),
 		s.store.policyLabel(d.PolicyID)).Inc()
 	s.latency.Observe(elapsed.Seconds())
+	if d.Decision == policy.DecisionDeny {
+		ns, passport := passportLabels(snap, req)
+		s.passportDenials.WithLabelValues(ns, passport).Inc()
+		tool := labelOther
+		if snap != nil {
+			tool = s.store.toolLabel(ns, req.ToolName)
+		}
+		s.toolDenials.WithLabelValues(ns, tool).Inc()
+	}
+	s.countEvalErrors(d, code)
 	s.reporter.count(snap, d, req)
 	l := s.log
 	if l == nil {
@@ -225,6 +258,24 @@ func (s *Service) record(ctx context.Context, d *policy.Decision, req *policy.Re
 		rec.ToolInput = req.ToolInput
 	}
 	l.Log(rec)
+}
+
+// countEvalErrors counts the failed evaluations a decision reports: its own reason when the failure
+// denied, and the dry-run results and warnings of policies that failed open or only ran dry.
+func (s *Service) countEvalErrors(d *policy.Decision, code string) {
+	if code == policy.CodeEvaluatorError {
+		s.evalErrors.WithLabelValues(s.store.policyLabel(d.PolicyID)).Inc()
+	}
+	if d.Metadata == nil {
+		return
+	}
+	for _, l := range [][]policy.PolicyResult{d.Metadata.DryRun, d.Metadata.Warnings} {
+		for i := range l {
+			if l[i].Reason.Code == policy.CodeEvaluatorError {
+				s.evalErrors.WithLabelValues(s.store.policyLabel(l[i].PolicyID)).Inc()
+			}
+		}
+	}
 }
 
 // Close flushes and stops the decision log. Call it once nothing decides any more.

@@ -33,6 +33,9 @@ type Store struct {
 	// metrics (labels.go); nsPolicyIDs (guarded by mu) are their source per namespace.
 	policyLabels atomic.Pointer[map[string]string]
 	nsPolicyIDs  map[string][]string
+	// toolLabels are, by namespace, the literal tool names the served bundle's policies name: with
+	// the built-in tool names, the tool label values of the metrics (labels.go).
+	toolLabels atomic.Pointer[map[string]map[string]struct{}]
 
 	mu     sync.Mutex // serialises writers and guards status
 	status map[string]*nsStatus
@@ -167,6 +170,7 @@ func (s *Store) publish(snaps map[string]*policy.Snapshot, bundles []policy.Bund
 		ns := bundles[i].Namespace
 		snap := snaps[ns]
 		s.publishPolicyIDsLocked(ns, policyIDs(&bundles[i]))
+		s.publishToolNamesLocked(ns, toolNames(&bundles[i]))
 		next[ns] = snap
 		st := s.statusLocked(ns)
 		st.revision = snap.Revision()
@@ -224,6 +228,7 @@ func (s *Store) Remove(namespace string) {
 	delete(next, namespace)
 	s.snaps.Store(&next)
 	s.publishPolicyIDsLocked(namespace, nil)
+	s.publishToolNamesLocked(namespace, nil)
 	delete(s.status, namespace)
 	s.notifyChanged()
 }

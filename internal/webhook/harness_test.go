@@ -68,11 +68,11 @@ func (h *harness) startManager(logger logr.Logger) error {
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		WebhookServer: webhook.NewServer(webhook.Options{
+		WebhookServer: tgwebhook.InstrumentServer(webhook.NewServer(webhook.Options{
 			Host:    wio.LocalServingHost,
 			Port:    wio.LocalServingPort,
 			CertDir: wio.LocalServingCertDir,
-		}),
+		})),
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	tgwebhook "github.com/tollgate-dev/tollgate/internal/webhook"
@@ -48,6 +50,29 @@ func namespaces(ctx context.Context) (covered, ignored string) {
 	Expect(h.client.Create(ctx, c)).To(Succeed())
 	Expect(h.client.Create(ctx, i)).To(Succeed())
 	return c.Name, i.Name
+}
+
+// admissions sums tollgate_webhook_admissions_total over the webhook paths containing kind, for
+// result, as controller-runtime's registry (the manager's /metrics) reports it.
+func admissions(kind, result string) float64 {
+	families, err := metrics.Registry.Gather()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != "tollgate_webhook_admissions_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if strings.Contains(labels["webhook"], kind) && labels["result"] == result {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // causes returns the field → message map of an Invalid API error.
@@ -125,7 +150,10 @@ var _ = Describe("GuardrailPolicy admission", func() {
 	}
 
 	It("rejects a policy that does not compile, naming every field path", func() {
+		before := admissions("guardrailpolicy", tgwebhook.ResultDenied)
 		err := h.client.Create(ctx, invalidPolicy("broken"))
+		Expect(admissions("guardrailpolicy", tgwebhook.ResultDenied)).To(BeNumerically(">", before),
+			"tollgate_webhook_admissions_total counts the rejection as denied")
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		got := causes(err)
 		Expect(got).To(HaveKey("spec.rules[1].when"))
