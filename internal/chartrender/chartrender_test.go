@@ -78,16 +78,10 @@ func sorted(lists ...[]string) []string {
 	return out
 }
 
-func TestRenderDefaults(t *testing.T) {
-	r := render(t)
-	if got, want := r.keys(), sorted(alwaysRendered, rotationObjects); !slices.Equal(got, want) {
-		t.Errorf("default objects:\n got %v\nwant %v", got, want)
-	}
-	// Helm's install order: the CRDs first, then namespaced basics before the workloads.
-	if r.objs[0].GetKind() != "CustomResourceDefinition" || r.objs[1].GetKind() != "CustomResourceDefinition" {
-		t.Errorf("the CRDs are not first: %s, %s", key(r.objs[0]), key(r.objs[1]))
-	}
-	// The webhook configurations come after the Deployments, so the webhooks' server exists first.
+// checkWebhooksAfterDeployments: the webhook configurations come after the Deployments, so the
+// webhooks' server exists first.
+func checkWebhooksAfterDeployments(t *testing.T, r *rendered) {
+	t.Helper()
 	lastDeployment, firstWebhook := -1, len(r.objs)
 	for i, o := range r.objs {
 		switch {
@@ -100,6 +94,18 @@ func TestRenderDefaults(t *testing.T) {
 	if firstWebhook < lastDeployment {
 		t.Errorf("a webhook configuration (#%d) is installed before a Deployment (#%d)", firstWebhook, lastDeployment)
 	}
+}
+
+func TestRenderDefaults(t *testing.T) {
+	r := render(t)
+	if got, want := r.keys(), sorted(alwaysRendered, rotationObjects); !slices.Equal(got, want) {
+		t.Errorf("default objects:\n got %v\nwant %v", got, want)
+	}
+	// Helm's install order: the CRDs first, then namespaced basics before the workloads.
+	if r.objs[0].GetKind() != "CustomResourceDefinition" || r.objs[1].GetKind() != "CustomResourceDefinition" {
+		t.Errorf("the CRDs are not first: %s, %s", key(r.objs[0]), key(r.objs[1]))
+	}
+	checkWebhooksAfterDeployments(t, r)
 
 	mgr := r.deployment("tollgate-controller-manager")
 	if *mgr.Spec.Replicas != 2 {

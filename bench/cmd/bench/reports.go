@@ -77,9 +77,9 @@ func benchReports(ctx context.Context, cfg config) ([]report.Row, []string, erro
 	}
 	rows = append(rows,
 		report.Row{ID: "reports.writes_per_interval", Name: "6. Report writes per replica per interval, while deciding", Unit: report.UnitCount,
-			Summary: stats.Summarize([]float64{writes}), Over: "1 run"},
+			Summary: stats.Summarize([]float64{writes}), Over: overOneRun},
 		report.Row{ID: "reports.report_bytes", Name: "6. Report size (samples namespace, JSON)", Unit: report.UnitBytes,
-			Summary: stats.Summarize([]float64{size}), Over: "1 run"})
+			Summary: stats.Summarize([]float64{size}), Over: overOneRun})
 	notes := []string{fmt.Sprintf("Reports: the decision service (decider.Service, no HTTP) deciding a mix of 4 samples requests from %d goroutines for %s per run, the reporter's counters off and on in turn (per CPU-second = decisions ÷ this process's CPU time, which load elsewhere disturbs least); writes: a Reporter with a %s interval writing to envtest's kube-apiserver for 10 intervals while deciding (the default interval is 10 s, so a replica writes 6 reports a minute).",
 		runtime.GOMAXPROCS(0), cfg.benchDur, reportInterval)}
 	return rows, notes, nil
