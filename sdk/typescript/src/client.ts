@@ -526,6 +526,10 @@ function decodeDecision(v: unknown, where: string): Decision {
   if (typeof v["bundle_revision"] === "string") d.bundleRevision = v["bundle_revision"];
   if (typeof v["created_at"] === "string") d.createdAt = v["created_at"];
   if (typeof v["expires_in"] === "number") d.expiresIn = v["expires_in"];
+  const sig = v["signature"];
+  if (isObject(sig) && typeof sig["alg"] === "string" && typeof sig["kid"] === "string" && typeof sig["value"] === "string") {
+    d.signature = { alg: sig["alg"], kid: sig["kid"], value: sig["value"] };
+  }
   if (isObject(v["metadata"])) d.metadata = decodeMetadata(v["metadata"]);
   return d;
 }

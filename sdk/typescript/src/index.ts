@@ -19,6 +19,7 @@ export type {
   DecideRequest,
   Decision,
   DecisionMetadata,
+  DecisionSignature,
   DecisionValue,
   Hook,
   JsonObject,

@@ -110,10 +110,22 @@ export interface Decision {
   /** How many seconds the decision may be cached. */
   expiresIn?: number;
   /**
+   * The endpoint's Ed25519 signature over the decision's canonical JSON, when it signs decisions
+   * (`tollgate verify` checks a stored decision against the endpoint's `/.well-known/jwks.json`).
+   */
+  signature?: DecisionSignature;
+  /**
    * True when the endpoint was unavailable and the client decided by its `failClosed` setting
    * (`reasons` then carries `oap.evaluator_error`).
    */
   unavailable?: boolean;
+}
+
+/** A signed decision's signature: `alg` EdDSA, the key id and the base64url value. */
+export interface DecisionSignature {
+  alg: string;
+  kid: string;
+  value: string;
 }
 
 /** Per-call options of {@link Client.decide}. */

@@ -50,6 +50,7 @@ const fullDecision = {
   bundle_revision: "sha256:" + "b".repeat(64),
   created_at: "2026-11-22T17:00:00Z",
   expires_in: 60,
+  signature: { alg: "EdDSA", kid: "2026-11", value: "A".repeat(86) },
   metadata: {
     dry_run: [{ policy_id: "trial.network.v1#no-web-fetch", decision: "deny", reason: { code: "oap.policy_denied", message: "would deny" } }],
     warnings: [{ policy_id: "warn.v1#w", decision: "allow", reason: { code: "oap.policy_denied", message: "warned" } }],

@@ -80,6 +80,9 @@ class Decision:
     """When the endpoint decided (RFC 3339)."""
     expires_in: int = 0
     """For how many seconds the decision may be cached."""
+    signature: dict[str, str] | None = None
+    """The endpoint's Ed25519 signature over the decision's canonical JSON (``alg``, ``kid``,
+    ``value``) when it signs decisions; ``tollgate verify`` checks a stored decision with it."""
     unavailable: bool = False
     """True when the endpoint could not be reached and the client decided by its ``fail_closed``
     setting (``reasons`` then carries ``oap.evaluator_error``)."""
@@ -153,6 +156,7 @@ class Decision:
             bundle_revision=_opt_str(data.get("bundle_revision")),
             created_at=_opt_str(data.get("created_at")),
             expires_in=expires if isinstance(expires, int) and not isinstance(expires, bool) else 0,
+            signature=_signature(data.get("signature")),
         )
 
     @classmethod
@@ -164,6 +168,16 @@ class Decision:
     def local_allow(cls, code: str, message: str, *, unavailable: bool = False) -> Decision:
         """An allow made by the client (not by an endpoint): only with ``fail_closed=False``."""
         return cls(allow=True, decision="allow", reasons=(Reason(code, message),), unavailable=unavailable)
+
+
+def _signature(v: Any) -> dict[str, str] | None:
+    """A decision's signature when it has the three string members, else None."""
+    if not isinstance(v, Mapping):
+        return None
+    sig = {k: v.get(k) for k in ("alg", "kid", "value")}
+    if not all(isinstance(x, str) for x in sig.values()):
+        return None
+    return {k: str(x) for k, x in sig.items()}
 
 
 def _opt_str(v: Any) -> str | None:
