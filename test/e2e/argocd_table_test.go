@@ -93,10 +93,22 @@ func TestArgoCDHealthTable(t *testing.T) {
 			cond("Valid", "True", "Compiled", "3 rules compiled"),
 			cond("Ready", "Unknown", "Progressing", "waiting for the bundle"),
 			cond("Reconciling", "True", "Progressing", "waiting for the bundle")), "Progressing", "Progressing: waiting for the bundle"},
+		{"policy enforced but degraded by evaluation errors", "GuardrailPolicy", object("GuardrailPolicy", 2,
+			cond("Valid", "True", "Compiled", "3 rules compiled"),
+			cond("Ready", "True", "Reconciled", "generation 2 is enforced"),
+			cond("Degraded", "True", "EvaluationErrors", "3 evaluation errors in team-r/broken#adds-one")), "Healthy", "Reconciled"},
+
+		{"cluster policy without status", "ClusterGuardrailPolicy", object("ClusterGuardrailPolicy", 0), "Progressing", "Waiting for Tollgate to report the ClusterGuardrailPolicy's status"},
+		{"cluster policy enforced", "ClusterGuardrailPolicy", object("ClusterGuardrailPolicy", 2,
+			cond("Valid", "True", "Compiled", "2 rules compiled"),
+			cond("Ready", "True", "Reconciled", "enforced in 12 namespaces")), "Healthy", "enforced in 12 namespaces"},
+		{"cluster policy that does not compile", "ClusterGuardrailPolicy", object("ClusterGuardrailPolicy", 2,
+			cond("Valid", "False", "CompileError", "spec.rules[0].when: syntax error"),
+			cond("Ready", "True", "Reconciled", "generation 1 is still enforced")), "Degraded", "CompileError"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			script, err := healthScript(testenv.RepoRoot(), strings.ToLower(tt.kind))
+			script, err := healthScript(testenv.RepoRoot())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,17 +134,18 @@ func TestArgoCDConfigMapMatchesScripts(t *testing.T) {
 	if err := yaml.UnmarshalStrict(data, &cm); err != nil {
 		t.Fatalf("argocd-cm.yaml: %v", err)
 	}
-	if len(cm.Data) != 2 {
-		t.Errorf("argocd-cm.yaml has %d keys, want 2", len(cm.Data))
+	script, err := healthScript(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for kind, file := range map[string]string{"GuardrailPolicy": "guardrailpolicy", "AgentPassport": "agentpassport"} {
+	kinds := []string{"GuardrailPolicy", "ClusterGuardrailPolicy", "AgentPassport"}
+	if len(cm.Data) != len(kinds) {
+		t.Errorf("argocd-cm.yaml has %d keys, want %d", len(cm.Data), len(kinds))
+	}
+	for _, kind := range kinds {
 		key := "resource.customizations.health.guardrails.tollgate.dev_" + kind
-		script, err := healthScript(root, file)
-		if err != nil {
-			t.Fatal(err)
-		}
 		if cm.Data[key] != script {
-			t.Errorf("argocd-cm.yaml %s differs from config/argocd/health-%s.lua", key, file)
+			t.Errorf("argocd-cm.yaml %s differs from config/argocd/health.lua", key)
 		}
 	}
 }

@@ -21,9 +21,9 @@ var argoStatuses = map[string]bool{
 	"Healthy": true, "Progressing": true, "Degraded": true, "Suspended": true, "Missing": true, "Unknown": true,
 }
 
-// healthScript reads config/argocd/health-<kind>.lua.
-func healthScript(root, kind string) (string, error) {
-	p := filepath.Join(root, "config", "argocd", "health-"+kind+".lua")
+// healthScript reads config/argocd/health.lua, the one script of every kind.
+func healthScript(root string) (string, error) {
+	p := filepath.Join(root, "config", "argocd", "health.lua")
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return "", fmt.Errorf("reading the health script: %w", err)

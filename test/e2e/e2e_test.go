@@ -94,7 +94,7 @@ func eventuallyArgo(ctx context.Context, gvk schema.GroupVersionKind, name, stat
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
 		g.Expect(suite.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)).To(Succeed())
-		script, err := healthScript(suite.root, strings.ToLower(gvk.Kind))
+		script, err := healthScript(suite.root)
 		g.Expect(err).NotTo(HaveOccurred())
 		h, err = runHealthScript(script, obj.Object)
 		g.Expect(err).NotTo(HaveOccurred())

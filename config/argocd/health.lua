@@ -1,8 +1,11 @@
--- Argo CD health check for guardrails.tollgate.dev/GuardrailPolicy
--- (argocd-cm: resource.customizations.health.guardrails.tollgate.dev_GuardrailPolicy).
--- Reads the conditions Tollgate's controller writes: Valid, Ready, Reconciling, Stalled.
+-- Argo CD health check for Tollgate's kinds: guardrails.tollgate.dev GuardrailPolicy,
+-- ClusterGuardrailPolicy and AgentPassport (argocd-cm:
+-- resource.customizations.health.guardrails.tollgate.dev_<Kind>, this one script for each).
+-- Reads the conditions Tollgate's controllers write: Valid, Ready, Suspended, Reconciling, Stalled.
 --   Valid=False (compile errors; the last good generation stays enforced) -> Degraded
---   Ready=False or Stalled=True (bundle rejected or not written)          -> Degraded
+--   Ready=False or Stalled=True (expired or invalid passport, duplicate
+--     agent id, bundle rejected or not written)                          -> Degraded
+--   Suspended=True (the kill switch, or revoked)                          -> Suspended
 --   Ready=True                                                            -> Healthy
 --   otherwise (not yet observed, reconciling)                             -> Progressing
 local hs = {}
@@ -28,7 +31,7 @@ end
 
 if obj.status == nil or obj.status.conditions == nil then
   hs.status = "Progressing"
-  hs.message = "Waiting for Tollgate to report the policy's status"
+  hs.message = "Waiting for Tollgate to report the " .. (obj.kind or "object") .. "'s status"
   return hs
 end
 
@@ -43,6 +46,7 @@ end
 local conditions = obj.status.conditions
 local valid = condition(conditions, "Valid")
 local ready = condition(conditions, "Ready")
+local suspended = condition(conditions, "Suspended")
 local stalled = condition(conditions, "Stalled")
 
 if valid ~= nil and valid.status == "False" then
@@ -58,6 +62,11 @@ end
 if ready ~= nil and ready.status == "False" then
   hs.status = "Degraded"
   hs.message = describe(ready)
+  return hs
+end
+if suspended ~= nil and suspended.status == "True" then
+  hs.status = "Suspended"
+  hs.message = describe(suspended)
   return hs
 end
 if ready ~= nil and ready.status == "True" then
