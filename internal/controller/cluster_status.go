@@ -86,21 +86,9 @@ func clusterPolicyStatus(p *guardrailsv1alpha1.ClusterGuardrailPolicy, f cluster
 		still = fmt.Sprintf("generation %d is still enforced in %d namespace%s", st.EnforcedGeneration, st.Namespaces, plural(int(st.Namespaces)))
 	}
 
-	if len(f.errs) > 0 {
-		noun := "errors"
-		if len(f.errs) == 1 {
-			noun = "error"
-		}
-		m := truncate(fmt.Sprintf("generation %d does not compile (%s); %d %s: %s", gen, still, len(f.errs), noun, joinErrors(f.errs)))
-		set(guardrailsv1alpha1.ConditionValid, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
-		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
-		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompileError, m)
-		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	if !setValidity(&st.Conditions, set, gen, still, f.errs) {
 		return st
 	}
-	set(guardrailsv1alpha1.ConditionValid, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompiled,
-		fmt.Sprintf("generation %d compiles", gen))
-	meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
 
 	switch {
 	case len(writeFailed) > 0:

@@ -155,21 +155,9 @@ func basePolicyStatus(p *guardrailsv1alpha1.GuardrailPolicy, f policyFacts) guar
 		still = fmt.Sprintf("generation %d is still enforced", enforcedGen)
 	}
 
-	if len(f.errs) > 0 {
-		noun := "errors"
-		if len(f.errs) == 1 {
-			noun = "error"
-		}
-		m := truncate(fmt.Sprintf("generation %d does not compile (%s); %d %s: %s", gen, still, len(f.errs), noun, joinErrors(f.errs)))
-		set(guardrailsv1alpha1.ConditionValid, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
-		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
-		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompileError, m)
-		meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionReconciling)
+	if !setValidity(&st.Conditions, set, gen, still, f.errs) {
 		return st
 	}
-	set(guardrailsv1alpha1.ConditionValid, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompiled,
-		fmt.Sprintf("generation %d compiles", gen))
-	meta.RemoveStatusCondition(&st.Conditions, guardrailsv1alpha1.ConditionStalled)
 
 	switch {
 	case f.writeErr != "":
@@ -223,6 +211,29 @@ func cloneConditions(in []metav1.Condition) []metav1.Condition {
 // leftOutMessage is the condition message of a passport the bundle does not hold, and why.
 func leftOutMessage(why string) string {
 	return truncate("the passport is left out of the bundle, so its calls are denied: " + why)
+}
+
+// setValidity sets a policy's Valid condition for generation gen. With compile errors it also sets
+// Ready=False and Stalled=True (the message says what is still enforced), drops Reconciling and
+// returns false; otherwise it drops Stalled and returns true.
+func setValidity(conds *[]metav1.Condition, set func(typ string, status metav1.ConditionStatus, reason, msg string),
+	gen int64, still string, errs field.ErrorList) bool {
+	if len(errs) > 0 {
+		noun := "errors"
+		if len(errs) == 1 {
+			noun = "error"
+		}
+		m := truncate(fmt.Sprintf("generation %d does not compile (%s); %d %s: %s", gen, still, len(errs), noun, joinErrors(errs)))
+		set(guardrailsv1alpha1.ConditionValid, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
+		set(guardrailsv1alpha1.ConditionReady, metav1.ConditionFalse, guardrailsv1alpha1.ReasonCompileError, m)
+		set(guardrailsv1alpha1.ConditionStalled, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompileError, m)
+		meta.RemoveStatusCondition(conds, guardrailsv1alpha1.ConditionReconciling)
+		return false
+	}
+	set(guardrailsv1alpha1.ConditionValid, metav1.ConditionTrue, guardrailsv1alpha1.ReasonCompiled,
+		fmt.Sprintf("generation %d compiles", gen))
+	meta.RemoveStatusCondition(conds, guardrailsv1alpha1.ConditionStalled)
+	return true
 }
 
 func joinErrors(fe field.ErrorList) string {
