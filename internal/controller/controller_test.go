@@ -13,12 +13,11 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
 	"github.com/tollgate-dev/tollgate/internal/policy"
+	"github.com/tollgate-dev/tollgate/internal/testenv"
 )
 
 func newPassport(ns, name string) *v1.AgentPassport {
@@ -118,15 +117,9 @@ func eventReasons(ns, name string) func(g Gomega) []string {
 // kstatusOf computes obj's status as Flux does.
 func kstatusOf(obj client.Object) kstatus.Status {
 	GinkgoHelper()
-	gvk, err := k8sClient.GroupVersionKindFor(obj)
+	st, err := testenv.KStatus(k8sClient, obj)
 	Expect(err).NotTo(HaveOccurred())
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	Expect(err).NotTo(HaveOccurred())
-	un := &unstructured.Unstructured{Object: u}
-	un.SetGroupVersionKind(gvk)
-	res, err := kstatus.Compute(un)
-	Expect(err).NotTo(HaveOccurred())
-	return res.Status
+	return st
 }
 
 const timeout = 20 * time.Second

@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 
+	kstatus "github.com/fluxcd/cli-utils/pkg/kstatus/status"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	guardrailsv1alpha1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -72,4 +75,24 @@ func New() (*envtest.Environment, error) {
 		BinaryAssetsDirectory: assets,
 		Scheme:                s,
 	}, nil
+}
+
+// KStatus computes obj's status as Flux and Argo CD's kstatus library does, with its kind looked up
+// through c's scheme.
+func KStatus(c client.Client, obj client.Object) (kstatus.Status, error) {
+	gvk, err := c.GroupVersionKindFor(obj)
+	if err != nil {
+		return "", fmt.Errorf("looking up the kind of %s: %w", obj.GetName(), err)
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return "", fmt.Errorf("converting %s: %w", obj.GetName(), err)
+	}
+	un := &unstructured.Unstructured{Object: u}
+	un.SetGroupVersionKind(gvk)
+	res, err := kstatus.Compute(un)
+	if err != nil {
+		return "", fmt.Errorf("computing the kstatus of %s: %w", obj.GetName(), err)
+	}
+	return res.Status, nil
 }

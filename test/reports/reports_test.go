@@ -19,8 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,15 +107,9 @@ func eventReasons(name string) []string {
 
 func kstatusOf(obj client.Object) kstatus.Status {
 	GinkgoHelper()
-	gvk, err := k8sClient.GroupVersionKindFor(obj)
+	st, err := testenv.KStatus(k8sClient, obj)
 	Expect(err).NotTo(HaveOccurred())
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	Expect(err).NotTo(HaveOccurred())
-	un := &unstructured.Unstructured{Object: u}
-	un.SetGroupVersionKind(gvk)
-	res, err := kstatus.Compute(un)
-	Expect(err).NotTo(HaveOccurred())
-	return res.Status
+	return st
 }
 
 var _ = Describe("decider reports", Ordered, func() {
