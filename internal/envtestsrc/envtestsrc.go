@@ -38,9 +38,6 @@ var binaries = []binary{
 	{"kube-apiserver", "kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver"},
 }
 
-// Names are the binaries a directory must hold to be envtest's BinaryAssetsDirectory.
-func Names() []string { return []string{"etcd", "kube-apiserver"} }
-
 // Missing returns the control plane binaries absent from dir.
 func Missing(dir string) []string {
 	var missing []string
@@ -63,9 +60,6 @@ func Build(ctx context.Context, dir string, progress io.Writer) error {
 		return errors.New("kube-apiserver and etcd are built from Go module sources, and no `go` is on PATH: install Go, or set KUBEBUILDER_ASSETS to a directory holding them")
 	}
 	for _, b := range binaries {
-		if len(Missing(dir)) == 0 {
-			return nil
-		}
 		if _, err := os.Stat(filepath.Join(dir, b.name)); err == nil {
 			continue
 		}
