@@ -42,6 +42,19 @@ func BenchmarkAnalyze200(b *testing.B) {
 	})
 }
 
+// benchDecide is the command of the engine's cold shell decision benchmark
+// (a new command every call: the analysis is not cached).
+const benchDecide = `git diff --stat HEAD~1 | head -50 && grep -rn TODO internal/p7/ | wc -l`
+
+func BenchmarkAnalyzeDecide(b *testing.B) {
+	b.SetBytes(int64(len(benchDecide)))
+	benchCPU(b, func() {
+		if _, err := Analyze(benchDecide, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
 // BenchmarkParseOnly measures the mvdan.cc/sh parser alone on bench200: the
 // floor under BenchmarkAnalyze200 for commands that take the full parser.
 func BenchmarkParseOnly(b *testing.B) {

@@ -57,6 +57,7 @@ const (
 	kindInterp // an interpreter in interps
 	kindSingleDash
 	kindSubWrapper
+	kindChmod // chmod, chown, chgrp: -w is a mode, not a flag
 )
 
 // progKinds is filled at init from the tables.
@@ -82,6 +83,9 @@ var progKinds = func() map[string]progKind {
 	}
 	for _, n := range specialNames {
 		m[n] |= kindSpecial
+	}
+	for _, n := range [...]string{"chmod", "chown", "chgrp"} {
+		m[n] |= kindChmod
 	}
 	return m
 }()

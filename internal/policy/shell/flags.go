@@ -5,29 +5,27 @@ import (
 	"strings"
 )
 
-// flagAliases maps, per program, spellings of a flag to its canonical name.
-// Long options are keyed without their dashes.
-var flagAliases = map[string]map[string]string{
-	"rm":     {wRecursive: "r", "R": "r", wForce: "f", wInteractive: "i", "dir": "d", wVerbose: "v"},
-	"cp":     {wRecursive: "r", "R": "r", wForce: "f", "archive": "a", wInteractive: "i", "no-clobber": "n", wVerbose: "v"},
-	"mv":     {wForce: "f", wInteractive: "i", "no-clobber": "n", wVerbose: "v"},
-	"chmod":  {wRecursive: "R", "changes": "c", "silent": "f", wQuiet: "f", wVerbose: "v"},
-	"chown":  {wRecursive: "R", "changes": "c", "silent": "f", wQuiet: "f", wVerbose: "v"},
-	"chgrp":  {wRecursive: "R", "changes": "c", "silent": "f", wQuiet: "f", wVerbose: "v"},
-	wGit:     {wForce: "f"},
-	"docker": {wForce: "f"},
-	"podman": {wForce: "f"},
-	"ln":     {wForce: "f", "symbolic": "s"},
-	"rmdir":  {"parents": "p"},
-	"shred":  {wForce: "f", "remove": "u", "zero": "z"},
+// flagAliases lists, per program, spellings of a flag and their canonical
+// name. Long options are keyed without their dashes.
+var flagAliases = map[string][]flagAlias{
+	"rm":     {{wRecursive, "r"}, {"R", "r"}, {wForce, "f"}, {wInteractive, "i"}, {"dir", "d"}, {wVerbose, "v"}},
+	"cp":     {{wRecursive, "r"}, {"R", "r"}, {wForce, "f"}, {"archive", "a"}, {wInteractive, "i"}, {"no-clobber", "n"}, {wVerbose, "v"}},
+	"mv":     {{wForce, "f"}, {wInteractive, "i"}, {"no-clobber", "n"}, {wVerbose, "v"}},
+	"chmod":  {{wRecursive, "R"}, {"changes", "c"}, {"silent", "f"}, {wQuiet, "f"}, {wVerbose, "v"}},
+	"chown":  {{wRecursive, "R"}, {"changes", "c"}, {"silent", "f"}, {wQuiet, "f"}, {wVerbose, "v"}},
+	"chgrp":  {{wRecursive, "R"}, {"changes", "c"}, {"silent", "f"}, {wQuiet, "f"}, {wVerbose, "v"}},
+	wGit:     {{wForce, "f"}},
+	"docker": {{wForce, "f"}},
+	"podman": {{wForce, "f"}},
+	"ln":     {{wForce, "f"}, {"symbolic", "s"}},
+	"rmdir":  {{"parents", "p"}},
+	"shred":  {{wForce, "f"}, {"remove", "u"}, {"zero", "z"}},
 	wKubectl: {},
 	"helm":   {},
 }
 
-// implied lists flags that imply others (cp -a is -dR --preserve=all).
-var implied = map[string]map[string][]string{
-	"cp": {"a": {"r"}},
-}
+// flagAlias is one spelling of a flag and its canonical name.
+type flagAlias struct{ from, to string }
 
 // chmodFlags are chmod/chown/chgrp's option letters; other dash words are
 // modes (chmod -w file).
@@ -53,129 +51,105 @@ func char(c byte) string {
 // normalizeFlags splits args into normalized flags and positionals:
 // "-rf" and "-r -f" give [f r]; "--x=v" gives "x"; aliases map per program
 // (rm --recursive → r). Words after "--" are positionals; dynamic words are
-// positionals.
+// positionals. When the positionals are one run of args, they share its
+// memory.
 func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]string, []Word) {
-	fc := countFlags(name, args)
-	if fc.nf == 1 && !fc.dd {
-		// No flags.
-		if name == wGit {
-			return gitPushPlus(nil, args), args
-		}
-		return nil, args
-	}
 	fn := flagNorm{
-		flags:      a.stringsN(fc.nf),
-		contiguous: fc.contiguous(),
+		flags:      a.bufs.flags[:0],
 		singleDash: kind&kindSingleDash != 0,
-		chmodLike:  name == "chmod" || name == "chown" || name == "chgrp",
+		chmodLike:  kind&kindChmod != 0,
+		first:      -1,
 	}
 	if kind&kindFlagAliases != 0 {
 		fn.aliases = flagAliases[name]
+		fn.cp = name == "cp"
 	}
-	if !fn.contiguous {
-		fn.pos = a.wordsN(len(args))
-	}
-	if name == "cp" {
-		fn.imp = implied[name]
-	}
-	fn.special = fn.aliases != nil || fn.imp != nil
 	for i, w := range args {
 		v := w.Value
 		if w.Dynamic || len(v) < 2 || v[0] != '-' {
-			fn.addPos(w)
+			fn.addPos(a, args, i)
 			continue
 		}
 		if v == "--" {
-			fn.addPos(args[i+1:]...)
+			for j := i + 1; j < len(args); j++ {
+				fn.addPos(a, args, j)
+			}
 			break
 		}
-		fn.option(w)
+		fn.option(a, args, i)
 	}
-	pos := fn.pos
-	if fn.contiguous && fc.count > 0 {
-		pos = args[fc.first : fc.last+1 : fc.last+1]
+	a.bufs.flags = fn.flags[:0]
+	var pos []Word
+	switch {
+	case fn.split:
+		pos = a.wordsN(len(a.bufs.pos))
+		pos = append(pos, a.bufs.pos...)
+		clear(a.bufs.pos)
+		a.bufs.pos = a.bufs.pos[:0]
+	case fn.first >= 0:
+		pos = args[fn.first:fn.last:fn.last]
 	}
 	flags := fn.flags
 	if name == wGit {
 		flags = gitPushPlus(flags, pos)
 	}
 	if len(flags) == 0 {
-		flags = nil
+		return nil, pos
 	}
-	return sortDedup(flags), pos
+	flags = sortDedup(flags)
+	out := a.stringsN(len(flags))
+	out = append(out, flags...)
+	clear(fn.flags[:cap(flags)])
+	return out, pos
 }
 
-// flagCount is normalizeFlags' first pass: it counts flag letters, and sees
-// whether the positionals are one run of args (then Positionals shares Args'
-// memory).
-type flagCount struct {
-	nf                 int // flag letters, plus one
-	first, last, count int // the first and last positional, and how many
-	dd                 bool
-}
-
-func countFlags(name string, args []Word) flagCount {
-	fc := flagCount{nf: 1, first: -1, last: -1}
-	for i, w := range args {
-		if v := w.Value; !fc.dd && !w.Dynamic && len(v) > 1 && v[0] == '-' && !chmodLikeMode(name, v) {
-			if v == "--" {
-				fc.dd = true
-			} else if v[1] == '-' {
-				fc.nf++
-			} else {
-				fc.nf += len(v) - 1
-			}
-			continue
-		}
-		if fc.first < 0 {
-			fc.first = i
-		}
-		fc.last = i
-		fc.count++
-	}
-	return fc
-}
-
-// contiguous reports whether the positionals are one run of args.
-func (fc flagCount) contiguous() bool {
-	return fc.count == 0 || fc.count == fc.last-fc.first+1
-}
-
-// flagNorm collects normalizeFlags' flags and positionals.
+// flagNorm collects normalizeFlags' flags (in analyzer.bufs.flags) and
+// positionals: args[first:last] while they are one run, then (split) in
+// analyzer.bufs.pos.
 type flagNorm struct {
-	flags      []string
-	pos        []Word // only when the positionals are not contiguous
-	aliases    map[string]string
-	imp        map[string][]string
-	special    bool // aliases or imp are set
-	contiguous bool
-	singleDash bool
-	chmodLike  bool
+	flags       []string
+	aliases     []flagAlias
+	first, last int
+	split       bool
+	cp          bool // cp: -a implies -r
+	singleDash  bool
+	chmodLike   bool
 }
 
 // add adds flag f, through the aliases, with the flags it implies.
 func (fn *flagNorm) add(f string) {
-	if fn.aliases != nil {
-		if a, ok := fn.aliases[f]; ok {
-			f = a
+	for _, al := range fn.aliases {
+		if al.from == f {
+			f = al.to
+			break
 		}
 	}
 	fn.flags = append(fn.flags, f)
-	if fn.imp != nil {
-		fn.flags = append(fn.flags, fn.imp[f]...)
+	if fn.cp && f == "a" {
+		fn.flags = append(fn.flags, "r") // cp -a is -dR --preserve=all
 	}
 }
 
-// addPos adds positionals when they are not contiguous.
-func (fn *flagNorm) addPos(w ...Word) {
-	if !fn.contiguous {
-		fn.pos = append(fn.pos, w...)
+// addPos adds args[i] to the positionals.
+func (fn *flagNorm) addPos(a *analyzer, args []Word, i int) {
+	switch {
+	case fn.split:
+		a.bufs.pos = append(a.bufs.pos, args[i])
+	case fn.first < 0:
+		fn.first, fn.last = i, i+1
+	case fn.last == i:
+		fn.last++
+	default:
+		// A gap: the positionals are no longer one run of args.
+		fn.split = true
+		a.bufs.pos = append(a.bufs.pos[:0], args[fn.first:fn.last]...)
+		a.bufs.pos = append(a.bufs.pos, args[i])
 	}
 }
 
-// option adds the flags of an option word (not "--").
-func (fn *flagNorm) option(w Word) {
-	v := w.Value
+// option adds the flags of the option word args[i] (not "--").
+func (fn *flagNorm) option(a *analyzer, args []Word, i int) {
+	v := args[i].Value
 	switch {
 	case v[1] == '-':
 		n, _, _ := strings.Cut(v[2:], "=")
@@ -185,8 +159,8 @@ func (fn *flagNorm) option(w Word) {
 	case isDigits(v[1:]):
 		fn.add(v[1:]) // head -20, kill -9
 	case fn.chmodLike && strings.Trim(v[1:], chmodFlags) != "":
-		fn.addPos(w) // a mode like -w or -rwx
-	case fn.special:
+		fn.addPos(a, args, i) // a mode like -w or -rwx
+	case fn.aliases != nil || fn.cp:
 		for j := 1; j < len(v); j++ {
 			fn.add(char(v[j]))
 		}
@@ -195,13 +169,6 @@ func (fn *flagNorm) option(w Word) {
 			fn.flags = append(fn.flags, char(v[j]))
 		}
 	}
-}
-
-// chmodLikeMode reports a chmod-style mode word (-w, -rwx), which is a
-// positional.
-func chmodLikeMode(name, v string) bool {
-	return (name == "chmod" || name == "chown" || name == "chgrp") && len(v) > 1 && v[1] != '-' &&
-		!isDigits(v[1:]) && strings.Trim(v[1:], chmodFlags) != ""
 }
 
 // gitPushPlus adds f for git push +refspec, which forces.

@@ -81,9 +81,6 @@ type Command struct {
 	Name string
 	// Program is the resolved program word before stripping the directory.
 	Program string
-	// Dynamic reports that the program word is not statically known (unknown
-	// variable, substitution, glob characters).
-	Dynamic bool
 	// Args are the arguments after the program, as the shell would pass them.
 	Args []Word
 	// Flags is the normalized flag set, sorted and deduplicated (see doc.go).
@@ -111,23 +108,30 @@ type Command struct {
 	Parent int
 
 	scope int32 // pipe scope (see stageRange)
+	// Dynamic reports that the program word is not statically known (unknown
+	// variable, substitution, glob characters). It is declared last so that
+	// it shares a word with scope.
+	Dynamic bool
 }
 
 // Word is one expanded word.
+//
+// The fields are ordered so that the struct has no padding between the
+// strings (40 bytes): Args and Positionals hold many of them.
 type Word struct {
 	// Value is the resolved text. A leading "~", "$HOME" or "${HOME}" becomes
 	// "~"; dynamic parts are rendered as "*".
 	Value string
-	// Dynamic reports that some part is not statically known (unknown
-	// variable, $(...), $((...)), `...`, <(...)).
-	Dynamic bool
-	// Glob reports unquoted glob characters (* ? [ ]) or dynamic parts.
-	Glob bool
 	// Pattern is a path.Match pattern the word's possible values match:
 	// literal parts escaped with \, unquoted glob characters kept, dynamic
 	// parts as "*". It is always valid; when Glob is false it matches Value
 	// only.
 	Pattern string
+	// Dynamic reports that some part is not statically known (unknown
+	// variable, $(...), $((...)), `...`, <(...)).
+	Dynamic bool
+	// Glob reports unquoted glob characters (* ? [ ]) or dynamic parts.
+	Glob bool
 
 	procSubst bool // the word is a <(...) or >(...) file name
 	zshQual   bool // an extended glob that would be a zsh glob qualifier running code
@@ -198,7 +202,7 @@ type parserState struct {
 	rd       strings.Reader
 	fast     fastParser
 	noFast   bool        // tests: always use the full parser
-	scratch  []Word      // reused word-expansion stack
+	bufs     scratchBufs // reused analysis buffers
 	builders []*wbuilder // reused word builders
 	an       analyzer    // reused analyzer state
 	env      env         // reused top-level variables
@@ -256,9 +260,9 @@ func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
 		return nil, fmt.Errorf("shell: parse: %w", err)
 	}
 	a := &ps.an
-	*a = analyzer{lim: lim, ps: ps, out: &Script{}, scratch: ps.scratch[:0]}
+	*a = analyzer{lim: lim, ps: ps, out: &Script{}, bufs: ps.bufs}
 	defer func() {
-		ps.scratch = a.scratch[:0]
+		ps.bufs = a.bufs.reset()
 		*a = analyzer{}
 	}()
 	a.parsed = len(src)
@@ -273,7 +277,7 @@ func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
-	a.out.Pipelines = pipelines(a.out)
+	a.out.stages, a.out.Pipelines = a.pipelines()
 	return a.out, nil
 }
 
@@ -355,29 +359,39 @@ func estimateCommands(src string, limit int) (cmds, words, flags int) {
 	return min(n+2, limit), words + words/4 + 4, flags + 4
 }
 
-// pipelines lists, for each pipeline, the commands of its stages in order.
-func pipelines(s *Script) [][]int {
-	if len(s.stages) == 0 {
-		return nil
+// pipelines builds Script.stages and Script.Pipelines from the pipelines
+// recorded during the walk: for each, the commands of its stages in order.
+func (a *analyzer) pipelines() ([][]stageRange, [][]int) {
+	pipes := a.bufs.pipes
+	if len(pipes) == 0 {
+		return nil, nil
 	}
-	n := 0
-	for _, p := range s.stages {
-		for _, r := range p {
+	cmds := a.out.Commands
+	nr, n := 0, 0
+	for _, p := range pipes {
+		nr += int(p.n)
+		for _, r := range a.bufs.stages[p.off : p.off+p.n] {
 			n += int(r.hi - r.lo)
 		}
 	}
+	ranges := make([]stageRange, 0, nr)
+	stages := make([][]stageRange, len(pipes))
 	flat := make([]int, 0, n)
-	out := make([][]int, len(s.stages))
-	for i, p := range s.stages {
+	out := make([][]int, len(pipes))
+	for i, p := range pipes {
+		rs := a.bufs.stages[p.off : p.off+p.n]
+		r0 := len(ranges)
+		ranges = append(ranges, rs...)
+		stages[i] = ranges[r0:len(ranges):len(ranges)]
 		start := len(flat)
-		for _, r := range p {
+		for _, r := range rs {
 			for j := r.lo; j < r.hi; j++ {
-				if s.Commands[j].scope == r.scope {
+				if cmds[j].scope == r.scope {
 					flat = append(flat, int(j))
 				}
 			}
 		}
 		out[i] = flat[start:len(flat):len(flat)]
 	}
-	return out
+	return stages, out
 }

@@ -3,6 +3,7 @@ package shell
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -58,10 +59,35 @@ type analyzer struct {
 	funcs    map[string]bool
 	scopes   int32
 
-	scratch []Word     // stack of words being expanded
-	wslab   []Word     // slab for Args and Positionals
-	sslab   []string   // slab for Flags and Wrappers
-	rslab   []Redirect // slab for Redirects
+	bufs  scratchBufs // reused across analyses
+	wslab []Word      // slab for Args and Positionals
+	sslab []string    // slab for Flags and Wrappers
+	rslab []Redirect  // slab for Redirects
+}
+
+// scratchBufs are buffers an analysis uses only while it runs; they are
+// kept with the parser for the next one. Nothing in them may end up in a
+// Script.
+type scratchBufs struct {
+	words     []Word         // stack of words being expanded
+	pipeStmts []*syntax.Stmt // stack of the stages of the pipelines being walked
+	stages    []stageRange   // the stages of every pipeline, pipeRec.off-indexed
+	pipes     []pipeRec      // every pipeline, in the order Script.stages lists them
+	flags     []string       // normalizeFlags' flags
+	pos       []Word         // normalizeFlags' positionals when they are not one run of args
+}
+
+// pipeRec is one pipeline's stages: bufs.stages[off:off+n].
+type pipeRec struct{ off, n int }
+
+// reset empties the buffers for reuse, dropping what they point to.
+func (b scratchBufs) reset() scratchBufs {
+	clear(b.words)
+	clear(b.pipeStmts)
+	clear(b.flags[:cap(b.flags)])
+	clear(b.pos[:cap(b.pos)])
+	return scratchBufs{words: b.words[:0], pipeStmts: b.pipeStmts[:0], stages: b.stages[:0], pipes: b.pipes[:0],
+		flags: b.flags[:0], pos: b.pos[:0]}
 }
 
 // wordsN returns an empty slice with room for n words, from the slab.
@@ -217,24 +243,31 @@ func (a *analyzer) ifClause(c ctx, x *syntax.IfClause) {
 }
 
 func (a *analyzer) pipeline(c ctx, b *syntax.BinaryCmd) {
-	var buf [4]*syntax.Stmt
-	stages := flattenPipe(b, buf[:0])
-	ranges := make([]stageRange, len(stages))
-	for i, st := range stages {
+	base := len(a.bufs.pipeStmts)
+	a.bufs.pipeStmts = flattenPipe(b, a.bufs.pipeStmts)
+	n := len(a.bufs.pipeStmts) - base
+	off := len(a.bufs.stages)
+	a.bufs.stages = slices.Grow(a.bufs.stages, n)[:off+n]
+	for i := range n {
 		if a.err != nil {
 			return
 		}
+		// Nested pipelines push above base+n and pop back: the index stays
+		// valid even if the stack moves.
+		st := a.bufs.pipeStmts[base+i]
 		sc := c
 		if i > 0 {
 			sc.stdin = stdinSrc{kind: stdinPipe}
 		}
-		ranges[i] = stageRange{lo: int32(len(a.out.Commands)), scope: c.scope}
+		lo := int32(len(a.out.Commands))
 		// Each stage runs in a subshell, except (with lastpipe) the last:
 		// what a stage assigns becomes unknown.
 		a.branch(sc, func() { a.stmt(sc, st) })
-		ranges[i].hi = int32(len(a.out.Commands))
+		a.bufs.stages[off+i] = stageRange{lo: lo, hi: int32(len(a.out.Commands)), scope: c.scope}
 	}
-	a.out.stages = append(a.out.stages, ranges)
+	clear(a.bufs.pipeStmts[base:])
+	a.bufs.pipeStmts = a.bufs.pipeStmts[:base]
+	a.bufs.pipes = append(a.bufs.pipes, pipeRec{off: off, n: n})
 }
 
 // stageRange is one pipeline stage: the commands in [lo, hi) created in
@@ -648,10 +681,10 @@ func (a *analyzer) assignValue(c ctx, as *syntax.Assign) (Word, bool) {
 				a.arith(c, el.Index)
 			}
 			if el.Value != nil {
-				base := len(a.scratch)
+				base := len(a.bufs.words)
 				a.expandFields(c, el.Value)
-				clear(a.scratch[base:])
-				a.scratch = a.scratch[:base]
+				clear(a.bufs.words[base:])
+				a.bufs.words = a.bufs.words[:base]
 			}
 		}
 		return dynWord(), false

@@ -115,7 +115,7 @@ func dynWord() Word { return Word{Value: "*", Dynamic: true, Glob: true, Pattern
 // pushWord appends w to the scratch stack, counting it against the limits.
 func (a *analyzer) pushWord(w Word) {
 	if a.checkWord(w) {
-		a.scratch = append(a.scratch, w)
+		a.bufs.words = append(a.bufs.words, w)
 	}
 }
 
@@ -192,17 +192,17 @@ func (a *analyzer) expandWords(c ctx, ws []*syntax.Word) []Word {
 	if len(ws) == 0 {
 		return nil
 	}
-	base := len(a.scratch)
+	base := len(a.bufs.words)
 	for _, w := range ws {
 		if a.err != nil {
 			break
 		}
 		a.expandFields(c, w)
 	}
-	out := a.wordsN(len(a.scratch) - base)
-	out = append(out, a.scratch[base:]...)
-	clear(a.scratch[base:])
-	a.scratch = a.scratch[:base]
+	out := a.wordsN(len(a.bufs.words) - base)
+	out = append(out, a.bufs.words[base:]...)
+	clear(a.bufs.words[base:])
+	a.bufs.words = a.bufs.words[:base]
 	return out
 }
 
