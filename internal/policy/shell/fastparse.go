@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"strings"
 	"unicode/utf8"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -27,10 +26,13 @@ const (
 	ftRedir
 )
 
+// fastTok is one token. It holds no pointers (text is located by offsets
+// into the source) so that filling the token buffer needs no write
+// barriers.
 type fastTok struct {
 	kind   fastTokKind
 	op     syntax.RedirOperator // ftRedir
-	n      string               // ftRedir: the fd number ("" if none)
+	n0, n1 int32                // ftRedir: the fd number, src[n0:n1] (empty if none)
 	p0, p1 int32                // ftWord: parts [p0,p1) in fastParser.parts
 }
 
@@ -42,18 +44,23 @@ const (
 	fpDbl
 )
 
+// fastPart is one part of a word: src[i0:i1] (inside the quotes).
 type fastPart struct {
-	kind fastPartKind
-	val  string
+	kind   fastPartKind
+	i0, i1 int32
 }
 
 // fastParser holds reusable token buffers (pooled with the parser).
 type fastParser struct {
+	src   string // the source being parsed
 	toks  []fastTok
 	parts []fastPart
+	n     fastCounts  // the parts of every word, counted by lex
 	slabs fastSlabs   // reused for top-level parses
 	file  syntax.File // reused for top-level parses
 }
+
+func (fp *fastParser) val(p fastPart) string { return fp.src[p.i0:p.i1] }
 
 // plainByte reports bytes that may appear unquoted in a fast-path word.
 // Everything with a meaning to the shell ($ ` \ ( ) { } # ! & | ; < > space
@@ -80,32 +87,40 @@ func dqByte(c byte) bool {
 	return c >= 0x20 && c != '$' && c != '`' && c != '\\' && c != '"' && c != 0x7f
 }
 
-// fastReserved are words the full parser treats specially at the start of
-// a command.
-var fastReserved = map[string]bool{
-	"!": true, "[[": true, "]]": true, "{": true, "}": true, "case": true, "coproc": true, "do": true,
-	"done": true, "elif": true, "else": true, "esac": true, "fi": true, "for": true, "function": true,
-	"if": true, "in": true, "select": true, "then": true, wTime: true, "until": true, "while": true,
-	wDeclare: true, wLocal: true, wExport: true, wReadonly: true, wTypeset: true, "nameref": true,
-	"let": true, "@test": true,
+// fastReserved reports words the full parser treats specially at the start
+// of a command.
+func fastReserved(w string) bool {
+	switch w {
+	case "!", "[[", "]]", "{", "}", "case", "coproc", "do", "done", "elif", "else", "esac", "fi", "for",
+		"function", "if", "in", "select", "then", wTime, "until", "while", wDeclare, wLocal, wExport,
+		wReadonly, wTypeset, "nameref", "let", "@test":
+		return true
+	}
+	return false
 }
 
 // lex splits src into tokens; ok is false for anything outside the subset.
 func (fp *fastParser) lex(src string) bool {
-	fp.toks, fp.parts = fp.toks[:0], fp.parts[:0]
+	fp.src = src
+	fp.toks, fp.parts, fp.n = fp.toks[:0], fp.parts[:0], fastCounts{}
 	i := 0
 	for i < len(src) {
-		j, isOp, ok := fp.lexOp(src, i)
-		if !ok {
-			return false
-		}
-		if isOp {
+		switch src[i] {
+		case ' ', '\t':
+			i++
+			continue
+		case '|', '&', ';', '>', '<':
+			j, ok := fp.lexOp(src, i)
+			if !ok {
+				return false
+			}
 			i = j
 			continue
 		}
 		// A word.
 		p0 := len(fp.parts)
 		start := i
+		var ok bool
 		if i, ok = fp.lexWord(src, i); !ok {
 			return false
 		}
@@ -115,11 +130,13 @@ func (fp *fastParser) lex(src string) bool {
 		// Literal parts next to each other (a'b'c) are separate parts, as
 		// in the full parser; adjacent plain runs cannot occur.
 		if i < len(src) && (src[i] == '>' || src[i] == '<') && len(fp.parts) == p0+1 &&
-			fp.parts[p0].kind == fpLit && isDigits(fp.parts[p0].val) {
+			fp.parts[p0].kind == fpLit && isDigits(fp.val(fp.parts[p0])) {
 			// N> and N<: the digits are the descriptor.
-			n := fp.parts[p0].val
+			n := fp.parts[p0]
 			fp.parts = fp.parts[:p0]
-			if !fp.redir(src, &i, n) {
+			fp.n.lit--
+			fp.n.part--
+			if !fp.redir(src, &i, n.i0, n.i1) {
 				return false
 			}
 			continue
@@ -129,43 +146,39 @@ func (fp *fastParser) lex(src string) bool {
 	return true
 }
 
-// lexOp lexes a blank or an operator at src[i]. It returns the index after
-// it and whether there was one; ok is false for anything outside the subset.
-func (fp *fastParser) lexOp(src string, i int) (next int, isOp, ok bool) {
+// lexOp lexes the operator at src[i], one of | & ; > <. It returns the
+// index after it; ok is false for anything outside the subset.
+func (fp *fastParser) lexOp(src string, i int) (next int, ok bool) {
 	next1 := byte(0)
 	if i+1 < len(src) {
 		next1 = src[i+1]
 	}
 	switch src[i] {
-	case ' ', '\t':
-		return i + 1, true, true
 	case '|':
 		switch next1 {
 		case '|':
 			fp.toks = append(fp.toks, fastTok{kind: ftOr})
-			return i + 2, true, true
+			return i + 2, true
 		case '&':
-			return i, true, false // |&
+			return i, false // |&
 		}
 		fp.toks = append(fp.toks, fastTok{kind: ftPipe})
-		return i + 1, true, true
+		return i + 1, true
 	case '&':
 		if next1 == '&' {
 			fp.toks = append(fp.toks, fastTok{kind: ftAnd})
-			return i + 2, true, true
+			return i + 2, true
 		}
-		return i, true, false // background, &>
+		return i, false // background, &>
 	case ';':
 		if next1 == ';' || next1 == '&' || next1 == '|' {
-			return i, true, false
+			return i, false
 		}
 		fp.toks = append(fp.toks, fastTok{kind: ftSemi})
-		return i + 1, true, true
-	case '>', '<':
-		ok := fp.redir(src, &i, "")
-		return i, true, ok
+		return i + 1, true
 	}
-	return i, false, true
+	ok = fp.redir(src, &i, 0, 0) // > or <
+	return i, ok
 }
 
 // lexWord lexes the parts of a word from src[i]; it returns the index after
@@ -179,7 +192,9 @@ func (fp *fastParser) lexWord(src string, i int) (int, bool) {
 			for j < len(src) && plainByte[src[j]] {
 				j++
 			}
-			fp.parts = append(fp.parts, fastPart{fpLit, src[i:j]})
+			fp.parts = append(fp.parts, fastPart{fpLit, int32(i), int32(j)})
+			fp.n.lit++
+			fp.n.part++
 			i = j
 		case c == '\'':
 			j := i + 1
@@ -192,7 +207,9 @@ func (fp *fastParser) lexWord(src string, i int) (int, bool) {
 			if j >= len(src) {
 				return i, false
 			}
-			fp.parts = append(fp.parts, fastPart{fpSgl, src[i+1 : j]})
+			fp.parts = append(fp.parts, fastPart{fpSgl, int32(i + 1), int32(j)})
+			fp.n.sgl++
+			fp.n.part++
 			i = j + 1
 		case c == '"':
 			j := i + 1
@@ -202,7 +219,13 @@ func (fp *fastParser) lexWord(src string, i int) (int, bool) {
 			if j >= len(src) || src[j] != '"' {
 				return i, false
 			}
-			fp.parts = append(fp.parts, fastPart{fpDbl, src[i+1 : j]})
+			fp.parts = append(fp.parts, fastPart{fpDbl, int32(i + 1), int32(j)})
+			fp.n.dbl++
+			fp.n.part++
+			if j > i+1 {
+				fp.n.lit++
+				fp.n.dpart++
+			}
 			i = j + 1
 		default:
 			return i, true
@@ -212,7 +235,8 @@ func (fp *fastParser) lexWord(src string, i int) (int, bool) {
 }
 
 // redir lexes a redirection operator at src[*i] and the word after it.
-func (fp *fastParser) redir(src string, i *int, n string) bool {
+// The descriptor number, if any, is src[n0:n1].
+func (fp *fastParser) redir(src string, i *int, n0, n1 int32) bool {
 	j := *i
 	var op syntax.RedirOperator
 	switch {
@@ -238,7 +262,7 @@ func (fp *fastParser) redir(src string, i *int, n string) bool {
 		return false
 	}
 	*i = j
-	fp.toks = append(fp.toks, fastTok{kind: ftRedir, op: op, n: n})
+	fp.toks = append(fp.toks, fastTok{kind: ftRedir, op: op, n0: n0, n1: n1})
 	return true
 }
 
@@ -263,25 +287,6 @@ type fastCounts struct {
 	lit, sgl, dbl, dpart, part, word int
 }
 
-func (fp *fastParser) count(t fastTok, n *fastCounts) {
-	n.word++
-	for _, p := range fp.parts[t.p0:t.p1] {
-		n.part++
-		switch p.kind {
-		case fpLit:
-			n.lit++
-		case fpSgl:
-			n.sgl++
-		case fpDbl:
-			n.dbl++
-			if p.val != "" {
-				n.lit++
-				n.dpart++
-			}
-		}
-	}
-}
-
 // parse parses src with the fast parser, or returns ok=false. With reuse,
 // the tree lives in fp and is valid until the next reusing parse: only the
 // top-level parse of an analysis may reuse (nested strings are parsed while
@@ -295,35 +300,27 @@ func (fp *fastParser) parse(src string, reuse bool) (*syntax.File, bool) {
 		return nil, false
 	}
 	// Check the grammar and count nodes.
-	var n fastCounts
+	n := fp.n
 	nBins, nRedirs, nTop, nCalls := 0, 0, 0, 0
 	cmdWords, cmdAny := 0, false
 	for k := 0; k < len(toks); k++ {
 		t := toks[k]
 		switch t.kind {
 		case ftWord:
-			if cmdWords == 0 {
-				// First word: no assignments, no reserved words.
-				for _, p := range fp.parts[t.p0:t.p1] {
-					if p.kind == fpLit && strings.ContainsAny(p.val, "=[") {
-						return nil, false
-					}
-				}
-				if t.p1 == t.p0+1 && fp.parts[t.p0].kind == fpLit && fastReserved[fp.parts[t.p0].val] {
-					return nil, false
-				}
+			if cmdWords == 0 && !fp.firstWordOK(t) {
+				return nil, false
 			}
 			cmdWords++
 			cmdAny = true
-			fp.count(t, &n)
+			n.word++
 		case ftRedir:
 			if k+1 >= len(toks) || toks[k+1].kind != ftWord {
 				return nil, false
 			}
 			k++
-			fp.count(toks[k], &n)
+			n.word++
 			nRedirs++
-			if t.n != "" {
+			if t.n1 > t.n0 {
 				n.lit++
 			}
 			cmdAny = true
@@ -382,6 +379,22 @@ func (fp *fastParser) parse(src string, reuse bool) (*syntax.File, bool) {
 	return f, true
 }
 
+// firstWordOK reports whether the word t can start a simple command in the
+// fast subset: no assignment, no reserved word.
+func (fp *fastParser) firstWordOK(t fastTok) bool {
+	for _, p := range fp.parts[t.p0:t.p1] {
+		if p.kind != fpLit {
+			continue
+		}
+		for _, c := range []byte(fp.val(p)) {
+			if c == '=' || c == '[' {
+				return false
+			}
+		}
+	}
+	return t.p1 != t.p0+1 || fp.parts[t.p0].kind != fpLit || !fastReserved(fp.val(fp.parts[t.p0]))
+}
+
 // andOr builds pipelines joined by && and ||, left-associative.
 func (fp *fastParser) andOr(toks []fastTok, k *int, sl *fastSlabs) *syntax.Stmt {
 	s := fp.pipeline(toks, k, sl)
@@ -430,8 +443,8 @@ loop:
 			*k++
 		case ftRedir:
 			r := syntax.Redirect{Op: t.op}
-			if t.n != "" {
-				sl.lits = append(sl.lits, syntax.Lit{Value: t.n})
+			if t.n1 > t.n0 {
+				sl.lits = append(sl.lits, syntax.Lit{Value: fp.src[t.n0:t.n1]})
 				r.N = &sl.lits[len(sl.lits)-1]
 			}
 			r.Word = fp.word(toks[*k+1], sl)
@@ -455,17 +468,18 @@ loop:
 func (fp *fastParser) word(t fastTok, sl *fastSlabs) *syntax.Word {
 	p0 := len(sl.parts)
 	for _, p := range fp.parts[t.p0:t.p1] {
+		v := fp.val(p)
 		switch p.kind {
 		case fpLit:
-			sl.lits = append(sl.lits, syntax.Lit{Value: p.val})
+			sl.lits = append(sl.lits, syntax.Lit{Value: v})
 			sl.parts = append(sl.parts, &sl.lits[len(sl.lits)-1])
 		case fpSgl:
-			sl.sgls = append(sl.sgls, syntax.SglQuoted{Value: p.val})
+			sl.sgls = append(sl.sgls, syntax.SglQuoted{Value: v})
 			sl.parts = append(sl.parts, &sl.sgls[len(sl.sgls)-1])
 		case fpDbl:
 			d := syntax.DblQuoted{}
-			if p.val != "" {
-				sl.lits = append(sl.lits, syntax.Lit{Value: p.val})
+			if v != "" {
+				sl.lits = append(sl.lits, syntax.Lit{Value: v})
 				sl.dparts = append(sl.dparts, &sl.lits[len(sl.lits)-1])
 				d.Parts = sl.dparts[len(sl.dparts)-1 : len(sl.dparts) : len(sl.dparts)]
 			}
@@ -477,12 +491,16 @@ func (fp *fastParser) word(t fastTok, sl *fastSlabs) *syntax.Word {
 	return &sl.words[len(sl.words)-1]
 }
 
-// grow returns s emptied, with room for n elements: its old elements are
-// cleared so that a reused slab keeps nothing alive. Elements are only
-// appended within capacity, so pointers into the slab stay valid.
+// grow returns s emptied, with room for n elements. The parse appends
+// exactly n elements, overwriting the first n of the last parse; the old
+// elements beyond them are cleared so that a reused slab keeps nothing of
+// the last parse alive. Elements are only appended within capacity, so
+// pointers into the slab stay valid.
 func grow[T any](s []T, n int) []T {
 	if cap(s) >= n && cap(s) <= 4*n+64 {
-		clear(s) // what the last parse used; the rest is still zero
+		if len(s) > n {
+			clear(s[n:]) // the rest of cap is still zero
+		}
 		return s[:0]
 	}
 	return make([]T, 0, n)
