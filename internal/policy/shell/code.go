@@ -49,11 +49,12 @@ var interps = map[string]*interpSpec{
 // codeHandler analyses a program's arguments for code it runs.
 type codeHandler func(a *analyzer, c ctx, idx int, name string, args []Word)
 
-// programCodes maps a program family to its handler. It is filled in init:
-// the handlers reach programCode again through nested commands.
+// programCodes maps a program family to its handler. It is filled at init
+// (initProgramCodes): the handlers reach programCode again through nested
+// commands.
 var programCodes map[string]codeHandler
 
-func init() {
+func initProgramCodes() {
 	programCodes = map[string]codeHandler{}
 	add := func(h codeHandler, names ...string) {
 		for _, n := range names {
@@ -114,15 +115,14 @@ func inlineIf(match func(string) bool) codeHandler {
 }
 
 // programCode sets Code for interpreters and for programs with options that
-// run commands.
-func (a *analyzer) programCode(c ctx, idx int, name string, args []Word) {
-	fam := family(name)
-	if spec, ok := interps[fam]; ok {
-		a.interpCmd(c, idx, name, spec, args)
+// run commands; info holds the tables' entries for name's family.
+func (a *analyzer) programCode(c ctx, idx int, name string, info *progInfo, args []Word) {
+	if info.interp != nil {
+		a.interpCmd(c, idx, name, info.interp, args)
 		return
 	}
-	if h := programCodes[fam]; h != nil {
-		h(a, c, idx, name, args)
+	if info.code != nil {
+		info.code(a, c, idx, name, args)
 	}
 }
 

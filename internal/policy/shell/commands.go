@@ -101,22 +101,64 @@ var specialNames = []string{
 	"nc.openbsd", "socat", "tmux", "screen", "hyperfine", "watchexec", "nodemon", "nix-shell",
 }
 
-// progKindOf looks a program name up; shells and interpreters are also
+// progInfo is what the tables know about one program name, gathered so
+// that a command looks its name up once.
+type progInfo struct {
+	kind      progKind
+	wrap      *wrapSpec        // wrappers[name]
+	wrapH     wrapHandler      // wrapHandlers[name]
+	wrapStart wrapStartHandler // wrapStartHandlers[name]
+	sub       *subWrap         // subWrappers[name]
+	builtin   codeHandler      // builtinCodes[name]
+	interp    *interpSpec      // interps[family(name)]
+	code      codeHandler      // programCodes[family(name)]
+	aliases   []flagAlias      // flagAliases[name]
+	// fam is what a name of this family with a version suffix is (python3.12
+	// is python, ksh93 is ksh): only shells and interpreters; nil for others.
+	fam *progInfo
+}
+
+// unknownProg is the progInfo of names no table knows. It is never written.
+var unknownProg = &progInfo{}
+
+// progInfos holds a progInfo for every name in progKinds. It is filled at
+// init, after the handler tables.
+var progInfos map[string]*progInfo
+
+func init() {
+	initProgramCodes()
+	initBuiltinCodes()
+	initWrapHandlers()
+	progInfos = make(map[string]*progInfo, len(progKinds))
+	for name, k := range progKinds {
+		fam := family(name)
+		info := &progInfo{
+			kind: k, wrap: wrappers[name], wrapH: wrapHandlers[name], wrapStart: wrapStartHandlers[name],
+			sub: subWrappers[name], builtin: builtinCodes[name], interp: interps[fam], code: programCodes[fam],
+			aliases: flagAliases[name],
+		}
+		switch {
+		case k&kindShell != 0:
+			info.fam = &progInfo{kind: kindShell}
+		case k&kindInterp != 0:
+			info.fam = &progInfo{kind: kindSpecial | kindInterp, interp: interps[name], code: programCodes[name]}
+		}
+		progInfos[name] = info
+	}
+}
+
+// progInfoOf looks a program name up; shells and interpreters are also
 // known by their family (python3.12 → python, ksh93 → ksh).
-func progKindOf(name string) progKind {
-	if k, ok := progKinds[name]; ok {
-		return k
+func progInfoOf(name string) *progInfo {
+	if info := progInfos[name]; info != nil {
+		return info
 	}
 	if n := len(name); n > 0 && (name[n-1] >= '0' && name[n-1] <= '9' || name[n-1] == '.') {
-		k := progKinds[family(name)]
-		if k&kindShell != 0 {
-			return kindShell
-		}
-		if k&kindInterp != 0 {
-			return kindSpecial | kindInterp
+		if info := progInfos[family(name)]; info != nil && info.fam != nil {
+			return info.fam
 		}
 	}
-	return 0
+	return unknownProg
 }
 
 // command creates a Command from expanded words, reports it, and analyses
@@ -143,14 +185,14 @@ func (a *analyzer) command(c ctx, words []Word, hook func(int)) {
 	if len(words) > 1 {
 		cmd.Args = words[1:]
 	}
-	var kind progKind
+	info := unknownProg
 	if prog.Dynamic || prog.Glob {
 		cmd.Dynamic = true
 	} else {
 		cmd.Name = programName(prog.Value)
-		kind = progKindOf(cmd.Name)
+		info = progInfoOf(cmd.Name)
 	}
-	cmd.Flags, cmd.Positionals = normalizeFlags(a, cmd.Name, kind, cmd.Args)
+	cmd.Flags, cmd.Positionals = normalizeFlags(a, cmd.Name, info, cmd.Args)
 	for _, w := range words {
 		if w.zshQual {
 			cmd.Code = CodeInline
@@ -162,7 +204,7 @@ func (a *analyzer) command(c ctx, words []Word, hook func(int)) {
 		hook(idx)
 	}
 	if !a.out.Commands[idx].Dynamic {
-		a.dispatch(c, idx, name, kind, args)
+		a.dispatch(c, idx, name, info, args)
 	}
 }
 
@@ -186,7 +228,7 @@ func (a *analyzer) wrapperFlags(idx, start int) {
 	if start >= len(cmd.Args) {
 		return
 	}
-	flags, pos := normalizeFlags(a, cmd.Name, progKindOf(cmd.Name), cmd.Args[:start])
+	flags, pos := normalizeFlags(a, cmd.Name, progInfoOf(cmd.Name), cmd.Args[:start])
 	out := a.wordsN(len(pos) + len(cmd.Args) - start)
 	out = append(out, pos...)
 	out = append(out, cmd.Args[start:]...)
@@ -315,11 +357,11 @@ func (a *analyzer) fileCode(c ctx, idx int, name string, f Word, shell bool) {
 }
 
 // builtinCodes maps names handled by dispatch itself to their handlers. It
-// is filled in init: the handlers reach dispatch again through nested
-// commands.
+// is filled at init (initBuiltinCodes): the handlers reach dispatch again
+// through nested commands.
 var builtinCodes map[string]codeHandler
 
-func init() {
+func initBuiltinCodes() {
 	builtinCodes = map[string]codeHandler{}
 	add := func(h codeHandler, names ...string) {
 		for _, n := range names {
@@ -339,23 +381,25 @@ func init() {
 	add((*analyzer).crontabCode, "crontab")
 }
 
-// dispatch analyses what a command runs, by program name.
-func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []Word) {
+// dispatch analyses what a command runs, by program name (info is
+// progInfoOf(name)).
+func (a *analyzer) dispatch(c ctx, idx int, name string, info *progInfo, args []Word) {
 	if a.err != nil {
 		return
 	}
+	kind := info.kind
 	if kind&kindShell != 0 {
 		a.shellCmd(c, idx, name, args)
 		return
 	}
 	if kind&kindWrapper != 0 {
-		if spec := wrappers[name]; spec != nil {
-			a.wrapperCmd(c, idx, name, spec, args)
+		if info.wrap != nil {
+			a.wrapperCmd(c, idx, name, info, args)
 			return
 		}
 	}
 	if kind&kindSubWrapper != 0 {
-		a.subWrapperCmd(c, idx, name, subWrappers[name], args)
+		a.subWrapperCmd(c, idx, name, info.sub, args)
 		if name != wGit && name != "docker" && name != "podman" && name != wKubectl {
 			return
 		}
@@ -369,10 +413,10 @@ func (a *analyzer) dispatch(c ctx, idx int, name string, kind progKind, args []W
 			c.env.softPoison()
 		}
 	}
-	if h := builtinCodes[name]; h != nil {
-		h(a, c, idx, name, args)
+	if info.builtin != nil {
+		info.builtin(a, c, idx, name, args)
 	} else if kind&kindSpecial != 0 {
-		a.programCode(c, idx, name, args)
+		a.programCode(c, idx, name, info, args)
 	}
 }
 
@@ -817,14 +861,14 @@ type wrapState struct {
 // parse.
 type wrapStartHandler func(a *analyzer, c ctx, idx int, s wrapState, rest []Word) ([]Word, wrapStep)
 
-// wrapHandlers and wrapStartHandlers are filled in init: the handlers reach
-// wrapperCmd again through nested commands.
+// wrapHandlers and wrapStartHandlers are filled at init (initWrapHandlers):
+// the handlers reach wrapperCmd again through nested commands.
 var (
 	wrapHandlers      map[string]wrapHandler
 	wrapStartHandlers map[string]wrapStartHandler
 )
 
-func init() {
+func initWrapHandlers() {
 	wrapHandlers = map[string]wrapHandler{
 		"xargs":    (*analyzer).xargsCmd,
 		"busybox":  (*analyzer).busyboxCmd,
@@ -849,10 +893,12 @@ func init() {
 	}
 }
 
-// wrapperCmd handles commands that run another command.
-func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args []Word) {
-	if h := wrapHandlers[name]; h != nil {
-		h(a, c, idx, spec, args)
+// wrapperCmd handles commands that run another command (info.wrap is
+// not nil).
+func (a *analyzer) wrapperCmd(c ctx, idx int, name string, info *progInfo, args []Word) {
+	spec := info.wrap
+	if info.wrapH != nil {
+		info.wrapH(a, c, idx, spec, args)
 		return
 	}
 	var r optScan
@@ -863,7 +909,7 @@ func (a *analyzer) wrapperCmd(c ctx, idx int, name string, spec *wrapSpec, args 
 		starts = []int{len(args)}
 	}
 	a.scanFlags(idx, args, &r)
-	startH := wrapStartHandlers[name]
+	startH := info.wrapStart
 	for si, start := range starts {
 		if start > len(args) {
 			continue

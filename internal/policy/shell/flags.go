@@ -53,15 +53,15 @@ func char(c byte) string {
 // (rm --recursive → r). Words after "--" are positionals; dynamic words are
 // positionals. When the positionals are one run of args, they share its
 // memory.
-func normalizeFlags(a *analyzer, name string, kind progKind, args []Word) ([]string, []Word) {
+func normalizeFlags(a *analyzer, name string, info *progInfo, args []Word) ([]string, []Word) {
 	fn := flagNorm{
 		flags:      a.bufs.flags[:0],
-		singleDash: kind&kindSingleDash != 0,
-		chmodLike:  kind&kindChmod != 0,
+		singleDash: info.kind&kindSingleDash != 0,
+		chmodLike:  info.kind&kindChmod != 0,
 		first:      -1,
 	}
-	if kind&kindFlagAliases != 0 {
-		fn.aliases = flagAliases[name]
+	if info.kind&kindFlagAliases != 0 {
+		fn.aliases = info.aliases
 		fn.cp = name == "cp"
 	}
 	for i, w := range args {
