@@ -193,9 +193,11 @@ func (a *analyzer) command(c ctx, words []Word, hook func(int)) {
 		info = progInfoOf(cmd.Name)
 	}
 	cmd.Flags, cmd.Positionals = normalizeFlags(a, cmd.Name, info, cmd.Args)
-	for _, w := range words {
-		if w.zshQual {
-			cmd.Code = CodeInline
+	if a.quals > 0 { // only then can a word have zshQual
+		for _, w := range words {
+			if w.zshQual {
+				cmd.Code = CodeInline
+			}
 		}
 	}
 	name, args := cmd.Name, cmd.Args

@@ -83,7 +83,8 @@ func (e *env) softPoison() {
 
 func (e *env) clone() env {
 	c := *e
-	if e.vars != nil {
+	c.vars = nil // never share e's map: what e sets later must not show in c
+	if len(e.vars) > 0 {
 		c.vars = make(map[string]varVal, len(e.vars))
 		for k, v := range e.vars {
 			c.vars[k] = v
@@ -95,6 +96,11 @@ func (e *env) clone() env {
 // mergeFrom makes every variable whose value differs from snap unknown: it is
 // called after code that may or may not have run.
 func (e *env) mergeFrom(snap *env) {
+	if len(e.vars) == 0 && len(snap.vars) == 0 {
+		// Neither has a variable: only the flags and parameters merge.
+		e.mergeFlags(snap)
+		return
+	}
 	for k, v := range e.vars {
 		if o, ok := snap.vars[k]; !ok || o != v {
 			if v.known {
@@ -111,6 +117,11 @@ func (e *env) mergeFrom(snap *env) {
 			e.vars[k] = varVal{sticky: o.sticky}
 		}
 	}
+	e.mergeFlags(snap)
+}
+
+// mergeFlags is mergeFrom for the positional parameters and the flags.
+func (e *env) mergeFlags(snap *env) {
 	if e.posKnown != snap.posKnown || !equalStrings(e.pos, snap.pos) {
 		e.posKnown = false
 	}

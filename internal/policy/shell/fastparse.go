@@ -58,6 +58,9 @@ type fastParser struct {
 	n     fastCounts  // the parts of every word, counted by lex
 	slabs fastSlabs   // reused for top-level parses
 	file  syntax.File // reused for top-level parses
+	// size is the size of the last tree parse returned: its simple
+	// commands, words (redirection targets included) and redirections.
+	size struct{ calls, words, redirs int }
 }
 
 func (fp *fastParser) val(p fastPart) string { return fp.src[p.i0:p.i1] }
@@ -376,6 +379,7 @@ func (fp *fastParser) parse(src string, reuse bool) (*syntax.File, bool) {
 		}
 	}
 	f.Stmts = sl.sptrs
+	fp.size.calls, fp.size.words, fp.size.redirs = nCalls, n.word, nRedirs
 	return f, true
 }
 

@@ -266,10 +266,22 @@ func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
 		*a = analyzer{}
 	}()
 	a.parsed = len(src)
-	nc, nw, nf := estimateCommands(src, lim.MaxCommands)
-	a.out.Commands = make([]Command, 0, nc)
-	a.wslab = make([]Word, 0, min(nw, 256))
-	a.sslab = make([]string, 0, min(nf, 128))
+	var est sizes
+	if f == &ps.fast.file {
+		// The fast parser counted the commands, words and redirections.
+		sz := ps.fast.size
+		est = sizes{cmds: sz.calls + 2, words: sz.words + sz.words/4 + 4, flags: strings.Count(src, "-") + 4, redirs: sz.redirs}
+	} else {
+		est = estimate(src)
+	}
+	a.out.Commands = make([]Command, 0, min(est.cmds, lim.MaxCommands))
+	a.wslab = make([]Word, 0, min(est.words, 256))
+	a.sslab = make([]string, 0, min(est.flags, 128))
+	if nr := min(est.redirs, 32); nr > 0 {
+		// Script.Redirects and the commands' Redirects share one slab.
+		rs := make([]Redirect, 0, 2*nr)
+		a.out.Redirects, a.rslab = rs[:0:nr], rs[nr:nr]
+	}
 	clear(ps.env.vars)
 	ps.env = env{vars: ps.env.vars}
 	c := ctx{env: &ps.env, parent: -1}
@@ -278,6 +290,9 @@ func analyzeWith(ps *parserState, src string, lim Limits) (*Script, error) {
 		return nil, a.err
 	}
 	a.out.stages, a.out.Pipelines = a.pipelines()
+	if len(a.out.Redirects) == 0 {
+		a.out.Redirects = nil // as when none was appended
+	}
 	return a.out, nil
 }
 
@@ -342,21 +357,27 @@ func checkNesting(src string) error {
 	return nil
 }
 
-// estimateCommands guesses how many commands src has, to size
-// Script.Commands once.
-func estimateCommands(src string, limit int) (cmds, words, flags int) {
-	n := 1
-	for i := 0; i < len(src); i++ {
-		switch src[i] {
-		case '|', ';', '&', '\n', '(', '`':
-			n++
-		case ' ', '\t':
-			words++
-		case '-':
-			flags++
-		}
+// sizes are guesses of how big an analysis' result will be, to size its
+// slices once.
+type sizes struct {
+	cmds, words, flags, redirs int
+}
+
+// estimate guesses the sizes of src's analysis from its bytes: a command
+// per separator, a word per blank, a flag per dash, a redirection per
+// angle bracket.
+func estimate(src string) sizes {
+	seps := 0
+	for _, c := range [...]string{"|", ";", "&", "\n", "(", "`"} {
+		seps += strings.Count(src, c)
 	}
-	return min(n+2, limit), words + words/4 + 4, flags + 4
+	words := strings.Count(src, " ") + strings.Count(src, "\t")
+	return sizes{
+		cmds:   seps + 3,
+		words:  words + words/4 + 4,
+		flags:  strings.Count(src, "-") + 4,
+		redirs: strings.Count(src, ">") + strings.Count(src, "<"),
+	}
 }
 
 // pipelines builds Script.stages and Script.Pipelines from the pipelines

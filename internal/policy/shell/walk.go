@@ -58,6 +58,7 @@ type analyzer struct {
 	fan      int // current product of loop fan-outs (0 means 1)
 	funcs    map[string]bool
 	scopes   int32
+	quals    int // words with zshQual set
 
 	bufs  scratchBufs // reused across analyses
 	wslab []Word      // slab for Args and Positionals

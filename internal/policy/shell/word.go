@@ -138,14 +138,17 @@ func (a *analyzer) checkWord(w Word) bool {
 	return true
 }
 
+// litSpecial holds the bytes that make an unquoted literal expand to
+// something else than itself.
+var litSpecial = [256]bool{'\\': true, '*': true, '?': true, '[': true, ']': true, '{': true}
+
 // plainLit reports a literal that expands to itself.
 func plainLit(s string) bool {
 	if len(s) > 0 && s[0] == '~' {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\', '*', '?', '[', ']', '{':
+		if litSpecial[s[i]] {
 			return false
 		}
 	}
@@ -527,6 +530,7 @@ func (a *analyzer) part(c ctx, b *wbuilder, p syntax.WordPart, first, quoted boo
 		pat := x.Pattern.Value
 		if len(pat) > 0 && (pat[0] == 'e' || pat[0] == '+' || strings.ContainsAny(pat, "'\":$`")) {
 			b.qual = true
+			a.quals++
 		}
 		b.dynamic()
 	default:
