@@ -84,8 +84,7 @@ func normalizeFlags(a *analyzer, name string, info *progInfo, args []Word) ([]st
 	case fn.split:
 		pos = a.wordsN(len(a.bufs.pos))
 		pos = append(pos, a.bufs.pos...)
-		clear(a.bufs.pos)
-		a.bufs.pos = a.bufs.pos[:0]
+		a.bufs.pos = a.bufs.pos[:0] // cleared by scratchBufs.reset
 	case fn.first >= 0:
 		pos = args[fn.first:fn.last:fn.last]
 	}
@@ -98,9 +97,7 @@ func normalizeFlags(a *analyzer, name string, info *progInfo, args []Word) ([]st
 	}
 	flags = sortDedup(flags)
 	out := a.stringsN(len(flags))
-	out = append(out, flags...)
-	clear(fn.flags[:cap(flags)])
-	return out, pos
+	return append(out, flags...), pos
 }
 
 // flagNorm collects normalizeFlags' flags (in analyzer.bufs.flags) and

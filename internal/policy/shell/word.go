@@ -195,6 +195,29 @@ func (a *analyzer) expandWords(c ctx, ws []*syntax.Word) []Word {
 	if len(ws) == 0 {
 		return nil
 	}
+	// Most words are one field each (quickWord): they go straight to the
+	// slab. From the first that is not, the fields go through the scratch
+	// stack.
+	out := a.wordsN(len(ws))
+	for i, w := range ws {
+		if a.err != nil {
+			return out
+		}
+		q, ok := quickWord(w, modeArgs)
+		if !ok {
+			return a.expandRest(c, out, ws[i:])
+		}
+		if !a.checkWord(q) {
+			return out
+		}
+		out = append(out, q)
+	}
+	return out
+}
+
+// expandRest expands ws after the fields in out (a slab slice with room for
+// len(out)+len(ws) words).
+func (a *analyzer) expandRest(c ctx, out []Word, ws []*syntax.Word) []Word {
 	base := len(a.bufs.words)
 	for _, w := range ws {
 		if a.err != nil {
@@ -202,10 +225,16 @@ func (a *analyzer) expandWords(c ctx, ws []*syntax.Word) []Word {
 		}
 		a.expandFields(c, w)
 	}
-	out := a.wordsN(len(a.bufs.words) - base)
-	out = append(out, a.bufs.words[base:]...)
-	clear(a.bufs.words[base:])
+	fields := a.bufs.words[base:]
+	if len(out)+len(fields) > cap(out) {
+		out = append(a.wordsN(len(out)+len(fields)), out...)
+	}
+	out = append(out, fields...)
+	clear(fields)
 	a.bufs.words = a.bufs.words[:base]
+	if len(out) == 0 {
+		return nil
+	}
 	return out
 }
 
