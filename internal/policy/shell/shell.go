@@ -390,7 +390,7 @@ func (a *analyzer) pipelines() ([][]stageRange, [][]int) {
 	cmds := a.out.Commands
 	nr, n := 0, 0
 	for _, p := range pipes {
-		nr += int(p.n)
+		nr += p.n
 		for _, r := range a.bufs.stages[p.off : p.off+p.n] {
 			n += int(r.hi - r.lo)
 		}
