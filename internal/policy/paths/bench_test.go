@@ -54,3 +54,37 @@ func BenchmarkMatchGlobDynamicRead(b *testing.B) {
 		s.MatchGlob("/workspace/*/config.yaml")
 	}
 }
+
+// wordPaths are the positional words of a typical agent command, checked as paths.
+var wordPaths = []string{"diff", "HEAD~1", "internal/p7/", "src/main.go", "TODO", "/tmp/out.txt"}
+
+// BenchmarkCanonicalMatch3 is the shell guard's per-word check: canonicalize, then three sets.
+func BenchmarkCanonicalMatch3(b *testing.B) {
+	sets := []*Set{BaselineRead(), BaselineWrite(), BaselineRead()}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c, err := Canonical(wordPaths[i%len(wordPaths)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range sets {
+			s.Match(c)
+		}
+	}
+}
+
+// BenchmarkParsePathMatch3 is the same check parsing the word once (ParsePath, MatchParsed).
+func BenchmarkParsePathMatch3(b *testing.B) {
+	sets := []*Set{BaselineRead(), BaselineWrite(), BaselineRead()}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		var buf [32]string
+		p, err := ParsePath(wordPaths[i%len(wordPaths)], buf[:0])
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range sets {
+			s.MatchParsed(&p)
+		}
+	}
+}

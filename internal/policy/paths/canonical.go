@@ -62,13 +62,40 @@ func Canonical(p string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("canonical path: %w", err)
 	}
+	return c.render(p), nil
+}
+
+// render returns the canonical rendering of c, parsed from p: p itself when it is already canonical
+// (no allocation).
+func (c *cpath) render(p string) string {
 	var out [256]byte
 	b := c.appendTo(out[:0])
 	if string(b) == p {
-		return p, nil
+		return p
 	}
-	return string(b), nil
+	return string(b)
 }
+
+// Parsed is a path parsed once into its canonical form, to be matched against several Sets
+// (Set.MatchParsed) without parsing it again. Its components live in the buffer given to ParsePath.
+type Parsed struct {
+	c     cpath
+	canon string
+}
+
+// ParsePath parses p as Canonical does, appending its components to buf (a caller's array, e.g.
+// var buf [32]string; ParsePath(p, buf[:0]), keeps a short path off the heap). String returns what
+// Canonical(p) returns, and Set.MatchParsed what Set.Match does for it; the error is Canonical's.
+func ParsePath(p string, buf []string) (Parsed, error) {
+	c, err := parse(p, buf[:0])
+	if err != nil {
+		return Parsed{}, fmt.Errorf("canonical path: %w", err)
+	}
+	return Parsed{c: c, canon: c.render(p)}, nil
+}
+
+// String returns the canonical path (Canonical's result).
+func (p *Parsed) String() string { return p.canon }
 
 // Resolve joins a relative path to the working directory cwd (an absolute or home path) and returns
 // the canonical result, so that "../x" from a known directory is matched exactly rather than as an

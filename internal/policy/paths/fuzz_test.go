@@ -1,6 +1,7 @@
 package paths
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ func FuzzCanonical(f *testing.F) {
 	f.Fuzz(func(t *testing.T, p string) {
 		c, err := Canonical(p)
 		if err != nil {
+			checkParsedError(t, p, err)
 			if _, ok := BaselineRead().Match(p); !ok {
 				t.Fatalf("Canonical(%q) failed (%v) but Match did not fail closed", p, err)
 			}
@@ -33,6 +35,7 @@ func FuzzCanonical(f *testing.F) {
 		if again, err := Canonical(c); err != nil || again != c {
 			t.Fatalf("Canonical(%q) = %q; again = %q, %v", p, c, again, err)
 		}
+		checkParsed(t, p, c)
 		if strings.Contains(c, "//") || (c != "/" && strings.HasSuffix(c, "/")) {
 			t.Fatalf("Canonical(%q) = %q: not clean", p, c)
 		}
@@ -139,4 +142,76 @@ func FuzzMatchGlob(f *testing.F) {
 			t.Fatalf("pattern %q matches %q but MatchGlob(%q) = false", pattern, c, g)
 		}
 	})
+}
+
+// parsedSets are the sets checkParsed compares Match and MatchParsed on: the baselines and patterns of
+// every kind (absolute, home, relative, anywhere).
+var parsedSets = func() []*Set {
+	user, errs := CompileSet([]string{"secrets/**", "~/.aws", "/etc/*", "**/.env",
+		"/proc/*/environ", "a/b", "*", "/", "~", "**/id_*", "/var/run/**", "docs/[a-c]*.md"})
+	if len(errs) > 0 {
+		panic(errs[0])
+	}
+	return []*Set{BaselineRead(), BaselineWrite(), user}
+}()
+
+// checkParsed checks ParsePath against Canonical (c is Canonical(p)): the same canonical string, the
+// same parse as c's, and the same answers from every set.
+func checkParsed(t *testing.T, p, c string) {
+	t.Helper()
+	var buf [8]string
+	pp, err := ParsePath(p, buf[:0])
+	if err != nil || pp.String() != c {
+		t.Fatalf("ParsePath(%q) = %q, %v; Canonical = %q", p, pp.String(), err, c)
+	}
+	again, err := parse(c, nil)
+	if err != nil || again.kind != pp.c.kind || again.base != pp.c.base || again.up != pp.c.up ||
+		!slices.Equal(again.comps, pp.c.comps) {
+		t.Fatalf("ParsePath(%q) = %+v, but its canonical form %q parses to %+v (%v)", p, pp.c, c, again, err)
+	}
+	for _, s := range parsedSets {
+		p1, ok1 := s.Match(c)
+		p2, ok2 := s.MatchParsed(&pp)
+		if ok1 != ok2 || p1 != p2 {
+			t.Fatalf("Match(%q) = %v %v, MatchParsed(ParsePath(%q)) = %v %v", c, p1, ok1, p, p2, ok2)
+		}
+	}
+}
+
+// checkParsedError checks that ParsePath fails as Canonical did (err).
+func checkParsedError(t *testing.T, p string, err error) {
+	t.Helper()
+	var buf [4]string
+	if _, perr := ParsePath(p, buf[:0]); perr == nil || perr.Error() != err.Error() {
+		t.Fatalf("Canonical(%q) failed (%v) but ParsePath gave %v", p, err, perr)
+	}
+}
+
+// TestParsePath runs checkParsed on the fuzz seeds and variations of them.
+func TestParsePath(t *testing.T) {
+	for _, p := range fuzzPaths {
+		for _, v := range []string{p, p + "/", "./" + p, p + "/..", p + "/../..", "~/" + p, "../" + p, p + "/./x"} {
+			c, err := Canonical(v)
+			if err != nil {
+				continue
+			}
+			checkParsed(t, v, c)
+		}
+	}
+	for _, bad := range []string{"", "a\x00b", "\xff", "/" + strings.Repeat("a", MaxPathLen)} {
+		_, err := Canonical(bad)
+		if err == nil {
+			t.Fatalf("Canonical(%q) did not fail", bad)
+		}
+		checkParsedError(t, bad, err)
+	}
+	var empty *Set
+	var buf [4]string
+	pp, err := ParsePath("/etc/shadow", buf[:0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := empty.MatchParsed(&pp); ok {
+		t.Fatal("a nil set matched")
+	}
 }

@@ -206,6 +206,15 @@ func (s *Set) Match(path string) (*Pattern, bool) {
 	return s.matchParsed(&c)
 }
 
+// MatchParsed is Match for a path parsed by ParsePath: Match(p.String()) without parsing the path
+// again.
+func (s *Set) MatchParsed(p *Parsed) (*Pattern, bool) {
+	if s.Len() == 0 {
+		return nil, false
+	}
+	return s.matchParsed(&p.c)
+}
+
 func (s *Set) matchParsed(c *cpath) (*Pattern, bool) {
 	if s.exempt != nil {
 		if _, ok := s.exempt.first(c, func(p *Pattern) bool { return p.covers(c) }); ok {
