@@ -144,6 +144,9 @@ func (fp *fastParser) lex(src string) bool {
 			}
 			continue
 		}
+		if len(fp.parts) == p0+1 && fp.parts[p0].kind == fpLit {
+			fp.n.lword++
+		}
 		fp.toks = append(fp.toks, fastTok{kind: ftWord, p0: int32(p0), p1: int32(len(fp.parts))})
 	}
 	return true
@@ -277,6 +280,7 @@ type fastSlabs struct {
 	parts  []syntax.WordPart // words' parts
 	dparts []syntax.WordPart // the Lit inside each non-empty "..."
 	words  []syntax.Word
+	lwords []fastLitWord // words of one unquoted literal
 	wptrs  []*syntax.Word
 	calls  []syntax.CallExpr
 	stmts  []syntax.Stmt
@@ -286,8 +290,18 @@ type fastSlabs struct {
 	sptrs  []*syntax.Stmt
 }
 
+// fastLitWord is a word of one unquoted literal, its three nodes in one slab
+// element.
+type fastLitWord struct {
+	w    syntax.Word
+	lit  syntax.Lit
+	part [1]syntax.WordPart
+}
+
+// fastCounts counts the nodes of a tree. lword counts the words of one
+// unquoted literal, which are also counted in lit, part and word.
 type fastCounts struct {
-	lit, sgl, dbl, dpart, part, word int
+	lit, sgl, dbl, dpart, part, word, lword int
 }
 
 // parse parses src with the fast parser, or returns ok=false. With reuse,
@@ -356,12 +370,13 @@ func (fp *fastParser) parse(src string, reuse bool) (*syntax.File, bool) {
 	} else {
 		sl, f = &fastSlabs{}, &syntax.File{}
 	}
-	sl.lits = grow(sl.lits, n.lit)
+	sl.lits = grow(sl.lits, n.lit-n.lword)
 	sl.sgls = grow(sl.sgls, n.sgl)
 	sl.dbls = grow(sl.dbls, n.dbl)
-	sl.parts = grow(sl.parts, n.part)
+	sl.parts = grow(sl.parts, n.part-n.lword)
 	sl.dparts = grow(sl.dparts, n.dpart)
-	sl.words = grow(sl.words, n.word)
+	sl.words = grow(sl.words, n.word-n.lword)
+	sl.lwords = grow(sl.lwords, n.lword)
 	sl.wptrs = grow(sl.wptrs, n.word)
 	sl.calls = grow(sl.calls, nCalls)
 	sl.stmts = grow(sl.stmts, nCalls+nBins)
@@ -470,6 +485,14 @@ loop:
 }
 
 func (fp *fastParser) word(t fastTok, sl *fastSlabs) *syntax.Word {
+	if t.p1 == t.p0+1 && fp.parts[t.p0].kind == fpLit {
+		sl.lwords = append(sl.lwords, fastLitWord{})
+		lw := &sl.lwords[len(sl.lwords)-1]
+		lw.lit.Value = fp.val(fp.parts[t.p0])
+		lw.part[0] = &lw.lit
+		lw.w.Parts = lw.part[:]
+		return &lw.w
+	}
 	p0 := len(sl.parts)
 	for _, p := range fp.parts[t.p0:t.p1] {
 		v := fp.val(p)
