@@ -79,7 +79,7 @@ func BenchmarkParsePathMatch3(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		var buf [32]string
-		p, err := ParsePath(wordPaths[i%len(wordPaths)], buf[:0])
+		p, _, err := ParsePath(wordPaths[i%len(wordPaths)], buf[:0])
 		if err != nil {
 			b.Fatal(err)
 		}

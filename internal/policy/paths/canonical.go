@@ -79,23 +79,23 @@ func (c *cpath) render(p string) string {
 // Parsed is a path parsed once into its canonical form, to be matched against several Sets
 // (Set.MatchParsed) without parsing it again. Its components live in the buffer given to ParsePath.
 type Parsed struct {
-	c     cpath
-	canon string
+	c cpath
 }
 
-// ParsePath parses p as Canonical does, appending its components to buf (a caller's array, e.g.
-// var buf [32]string; ParsePath(p, buf[:0]), keeps a short path off the heap). String returns what
-// Canonical(p) returns, and Set.MatchParsed what Set.Match does for it; the error is Canonical's.
-func ParsePath(p string, buf []string) (Parsed, error) {
+// ParsePath parses p as Canonical does, appending its components to buf: a caller's array (var buf
+// [32]string; ParsePath(p, buf[:0])) keeps a short path off the heap. It returns the parse and the
+// canonical path, Canonical(p), or Canonical's error; Set.MatchParsed on the parse answers as
+// Set.Match on the canonical path.
+//
+// The canonical path is a separate result, not a method of Parsed, so that a caller passing it on
+// (to an error message, to MatchGlob) does not make the compiler move buf to the heap.
+func ParsePath(p string, buf []string) (Parsed, string, error) {
 	c, err := parse(p, buf[:0])
 	if err != nil {
-		return Parsed{}, fmt.Errorf("canonical path: %w", err)
+		return Parsed{}, "", fmt.Errorf("canonical path: %w", err)
 	}
-	return Parsed{c: c, canon: c.render(p)}, nil
+	return Parsed{c: c}, c.render(p), nil
 }
-
-// String returns the canonical path (Canonical's result).
-func (p *Parsed) String() string { return p.canon }
 
 // Resolve joins a relative path to the working directory cwd (an absolute or home path) and returns
 // the canonical result, so that "../x" from a known directory is matched exactly rather than as an

@@ -160,9 +160,9 @@ var parsedSets = func() []*Set {
 func checkParsed(t *testing.T, p, c string) {
 	t.Helper()
 	var buf [8]string
-	pp, err := ParsePath(p, buf[:0])
-	if err != nil || pp.String() != c {
-		t.Fatalf("ParsePath(%q) = %q, %v; Canonical = %q", p, pp.String(), err, c)
+	pp, canon, err := ParsePath(p, buf[:0])
+	if err != nil || canon != c {
+		t.Fatalf("ParsePath(%q) = %q, %v; Canonical = %q", p, canon, err, c)
 	}
 	again, err := parse(c, nil)
 	if err != nil || again.kind != pp.c.kind || again.base != pp.c.base || again.up != pp.c.up ||
@@ -182,7 +182,7 @@ func checkParsed(t *testing.T, p, c string) {
 func checkParsedError(t *testing.T, p string, err error) {
 	t.Helper()
 	var buf [4]string
-	if _, perr := ParsePath(p, buf[:0]); perr == nil || perr.Error() != err.Error() {
+	if _, _, perr := ParsePath(p, buf[:0]); perr == nil || perr.Error() != err.Error() {
 		t.Fatalf("Canonical(%q) failed (%v) but ParsePath gave %v", p, err, perr)
 	}
 }
@@ -207,7 +207,7 @@ func TestParsePath(t *testing.T) {
 	}
 	var empty *Set
 	var buf [4]string
-	pp, err := ParsePath("/etc/shadow", buf[:0])
+	pp, _, err := ParsePath("/etc/shadow", buf[:0])
 	if err != nil {
 		t.Fatal(err)
 	}

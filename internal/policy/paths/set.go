@@ -206,7 +206,7 @@ func (s *Set) Match(path string) (*Pattern, bool) {
 	return s.matchParsed(&c)
 }
 
-// MatchParsed is Match for a path parsed by ParsePath: Match(p.String()) without parsing the path
+// MatchParsed is Match for a path parsed by ParsePath: Match of its canonical path, without parsing it
 // again.
 func (s *Set) MatchParsed(p *Parsed) (*Pattern, bool) {
 	if s.Len() == 0 {
