@@ -377,7 +377,7 @@ func (fp *fastParser) parse(src string, reuse bool) (*syntax.File, bool) {
 	sl.dparts = grow(sl.dparts, n.dpart)
 	sl.words = grow(sl.words, n.word-n.lword)
 	sl.lwords = grow(sl.lwords, n.lword)
-	sl.wptrs = grow(sl.wptrs, n.word)
+	sl.wptrs = grow(sl.wptrs, n.word-nRedirs) // redirection targets are not arguments
 	sl.calls = grow(sl.calls, nCalls)
 	sl.stmts = grow(sl.stmts, nCalls+nBins)
 	sl.bins = grow(sl.bins, nBins)

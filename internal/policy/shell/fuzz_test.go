@@ -159,6 +159,7 @@ func compareParsers(t *testing.T, src string) {
 	if _, ok := ps.fast.parse(src, false); !ok {
 		return
 	}
+	checkSlabsExact(t, src)
 	fastS, fastErr := analyzeWith(ps, src, Limits{})
 	full := &parserState{p: newFullParser(), noFast: true}
 	fullS, fullErr := analyzeWith(full, src, Limits{})
