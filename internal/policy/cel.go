@@ -155,9 +155,10 @@ type celResult struct {
 // a program with comprehensions (the only loops) is interrupted at the evaluation deadline, and one
 // without that may cost more than untrackedCost runs under cel.CostLimit(MaxExpressionCost).
 type celProgram struct {
-	prg   cel.Program
-	cost  uint64 // estimated maximum cost against the declared sizes
-	loops bool
+	prg     cel.Program
+	cost    uint64 // estimated maximum cost against the declared sizes
+	loops   bool
+	tracked bool // runs under cel.CostTracking and cel.CostLimit
 }
 
 func newCELCompiler() (*celCompiler, error) {
@@ -252,18 +253,19 @@ func (c *celCompiler) check(parsed *cel.Ast, wantBool bool) (*celProgram, string
 			formatCost(est.Max), formatCost(MaxExpressionCost), DeclaredRequestBytes)
 	}
 	loops := hasComprehension(checked)
+	tracked := !loops && est.Max > untrackedCost
 	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	switch {
 	case loops:
 		popts = append(popts, cel.InterruptCheckFrequency(interruptEvery))
-	case est.Max > untrackedCost:
+	case tracked:
 		popts = append(popts, cel.CostTracking(runtimeCost), cel.CostLimit(MaxExpressionCost))
 	}
 	prg, err := c.env.Program(checked, popts...)
 	if err != nil {
 		return nil, celIssueMessage(err.Error())
 	}
-	return &celProgram{prg: prg, cost: est.Max, loops: loops}, ""
+	return &celProgram{prg: prg, cost: est.Max, loops: loops, tracked: tracked}, ""
 }
 
 // celIssues lists the first problems of a CEL issue report on one line: "msg (at 1:5); …".
@@ -562,6 +564,11 @@ type celRun struct {
 	unchecked uint64
 	ctx       context.Context // parent with the deadline, built for the first comprehension
 	cancel    context.CancelFunc
+	// frame is the execution frame of frameAct, shared by the plain programs (no loops, no cost
+	// tracking: nothing of theirs lives in a frame) so that each evaluation does not take one from
+	// cel-go's pool and give it back.
+	frame    *interpreter.ExecutionFrame
+	frameAct *activation
 }
 
 func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
@@ -575,6 +582,18 @@ func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
 		if !time.Now().Before(r.deadline) {
 			return nil, fmt.Errorf("evaluation deadline of %s exceeded", r.limit)
 		}
+	}
+	if !p.loops && !p.tracked {
+		if r.frameAct != act {
+			r.releaseFrame()
+			f, err := interpreter.NewExecutionFrame(act)
+			if err != nil {
+				return nil, fmt.Errorf("execution frame: %w", err)
+			}
+			r.frame, r.frameAct = f, act
+		}
+		out, _, err := p.prg.Eval(r.frame)
+		return out, err
 	}
 	if !p.loops {
 		out, _, err := p.prg.Eval(act)
@@ -616,10 +635,19 @@ func (r *celRun) extend(d time.Duration) {
 	}
 }
 
-// close releases the deadline context.
+// close releases the deadline context and the execution frame.
 func (r *celRun) close() {
 	if r.cancel != nil {
 		r.cancel()
+	}
+	r.releaseFrame()
+}
+
+// releaseFrame gives the shared execution frame back to cel-go.
+func (r *celRun) releaseFrame() {
+	if r.frame != nil {
+		r.frame.Close()
+		r.frame, r.frameAct = nil, nil
 	}
 }
 

@@ -59,10 +59,11 @@ func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input ma
 // guardCommands analyses the shell commands a call carries and applies the command limits. It
 // returns the analysis of the first command (nil when there is none).
 func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (*shell.Script, verdict) {
-	var cmds []string
+	var buf [2]string
+	cmds := buf[:0]
 	if present&fieldCommand != 0 {
 		var badCmd string
-		cmds, badCmd = commandTexts(input)
+		cmds, badCmd = appendCommandTexts(cmds, input, present)
 		if isEditorCall(tool, input) {
 			cmds = nil // the command is an editor verb; the path is checked below
 		}
