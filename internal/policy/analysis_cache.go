@@ -3,6 +3,8 @@ package policy
 import (
 	"sync"
 
+	"github.com/google/cel-go/common/types/ref"
+
 	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
@@ -41,6 +43,23 @@ type cachedAnalysis struct {
 	script *shell.Script
 	memo   [verdictMemoSlots]verdictMemo
 	next   uint8 // the memo slot to fill next (a ring)
+
+	celOnce     sync.Once
+	celCommands ref.Val // script as call.commands, every field converted (built once, then read-only)
+}
+
+// commands returns the analysis as CEL's call.commands, built on first use and shared by every
+// later decision on the command.
+func (e *cachedAnalysis) commands() ref.Val {
+	e.celOnce.Do(func() { e.celCommands = frozenCommandsValue(e.script) })
+	return e.celCommands
+}
+
+// commandAnalysis is the guard's analysis of a call's first command: the script, and its cache
+// entry when a decision found it there (then CEL reads the entry's shared value).
+type commandAnalysis struct {
+	script *shell.Script
+	cached *cachedAnalysis
 }
 
 // verdictMemo is the verdict of one passport's limits on a command run with no working directory.
@@ -74,7 +93,7 @@ func (c *analysisCache) analyze(src string) (*shell.Script, error) {
 
 // check analyses src (or finds its analysis) and applies l's command limits to it, with the
 // working directory cwd ("" when unknown). A verdict for cwd "" is kept with the analysis.
-func (c *analysisCache) check(l *passportLimits, src, cwd string) (*shell.Script, verdict) {
+func (c *analysisCache) check(l *passportLimits, src, cwd string) (commandAnalysis, verdict) {
 	if c != nil && cwd == "" && len(src) <= analysisCacheMaxSource {
 		c.mu.Lock()
 		if e, ok := c.byCmd[src]; ok {
@@ -82,7 +101,7 @@ func (c *analysisCache) check(l *passportLimits, src, cwd string) (*shell.Script
 				if e.memo[i].limits == l {
 					v := e.memo[i].v
 					c.mu.Unlock()
-					return e.script, v
+					return commandAnalysis{script: e.script, cached: e}, v
 				}
 			}
 		}
@@ -90,13 +109,13 @@ func (c *analysisCache) check(l *passportLimits, src, cwd string) (*shell.Script
 	}
 	script, err := c.analyze(src)
 	if err != nil {
-		return nil, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
+		return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
 	}
 	v := l.checkScript(script, src, cwd)
 	if c != nil && cwd == "" {
 		c.remember(src, script, l, v)
 	}
-	return script, v
+	return commandAnalysis{script: script}, v
 }
 
 // remember keeps l's verdict on the cached analysis of src (when it is still the cached one).

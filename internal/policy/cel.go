@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -16,8 +17,6 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
-
-	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 // CEL variable names.
@@ -444,7 +443,7 @@ type activation struct {
 	limits   map[string]any
 	call     *lazyMap // the call variable, built on first use
 	// guardScript is the guard's analysis of guardInput's command, reused by call.commands.
-	guardScript *shell.Script
+	guardScript commandAnalysis
 	guardInput  map[string]any
 	req         Request
 	reqVal      map[string]any
@@ -506,11 +505,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.limits, true
 	case varCall:
 		if a.call == nil {
-			var script *shell.Script
-			if a.guardScript != nil && sameMap(a.input, a.guardInput) {
-				script = a.guardScript
+			var analysis commandAnalysis
+			if a.guardScript.script != nil && sameMap(a.input, a.guardInput) {
+				analysis = a.guardScript
 			}
-			a.call = &lazyMap{fields: &callVal{input: a.input, script: script}}
+			a.call = &lazyMap{fields: &callVal{input: a.input, analysis: analysis}}
 		}
 		return a.call, true
 	case varRequest:
@@ -569,6 +568,11 @@ type celRun struct {
 	// cel-go's pool and give it back.
 	frame    *interpreter.ExecutionFrame
 	frameAct *activation
+	// loopFrame is the execution frame of loopAct bound to ctx, shared by the programs with
+	// comprehensions (their interrupt checks read it), so that the context is derived once per
+	// decision rather than once per program.
+	loopFrame *interpreter.ExecutionFrame
+	loopAct   *activation
 }
 
 func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
@@ -604,9 +608,26 @@ func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
 		if parent == nil {
 			parent = context.Background()
 		}
+		r.releaseLoopFrame()
 		r.ctx, r.cancel = context.WithDeadline(parent, r.deadline)
 	}
-	out, _, err := p.prg.ContextEval(r.ctx, act)
+	if r.loopAct != act {
+		r.releaseLoopFrame()
+		f, err := interpreter.NewExecutionFrame(act)
+		if err != nil {
+			return nil, fmt.Errorf("execution frame: %w", err)
+		}
+		if err := f.SetContext(r.ctx, interruptEvery); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("execution frame: %w", err)
+		}
+		r.loopFrame, r.loopAct = f, act
+	}
+	// As cel.Program.ContextEval does with a frame of its own.
+	out, _, err := p.prg.Eval(r.loopFrame)
+	if err != nil && errors.Is(err, interpreter.InterruptError{}) {
+		return out, fmt.Errorf("%w: %w", err, context.Cause(r.ctx))
+	}
 	return out, err
 }
 
@@ -630,17 +651,27 @@ func (r *celRun) extend(d time.Duration) {
 	}
 	r.deadline = r.deadline.Add(d)
 	if r.cancel != nil {
+		r.releaseLoopFrame() // bound to the context about to be cancelled
 		r.cancel()
 		r.ctx, r.cancel = nil, nil
 	}
 }
 
-// close releases the deadline context and the execution frame.
+// close releases the deadline context and the execution frames.
 func (r *celRun) close() {
+	r.releaseLoopFrame()
 	if r.cancel != nil {
 		r.cancel()
 	}
 	r.releaseFrame()
+}
+
+// releaseLoopFrame gives the comprehensions' execution frame back to cel-go.
+func (r *celRun) releaseLoopFrame() {
+	if r.loopFrame != nil {
+		r.loopFrame.Close()
+		r.loopFrame, r.loopAct = nil, nil
+	}
 }
 
 // releaseFrame gives the shared execution frame back to cel-go.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 // outcome kinds of one policy's evaluation.
@@ -196,7 +195,7 @@ type toolCall struct {
 	act    *activation
 	now    time.Time
 	run    celRun
-	script *shell.Script // the guard's analysis of the call's command (nil when none)
+	script commandAnalysis // the guard's analysis of the call's command (none: nil script)
 }
 
 func (tc *toolCall) activation(input map[string]any) *activation {

@@ -60,7 +60,7 @@ var urlCommands = map[string]bool{"curl": true, "wget": true, "http": true, "htt
 // inline code, then paths (blocked path patterns, blocked_paths, the baseline) and URLs. cwd is the
 // working directory the call names ("" when unknown). It returns the analysis, which CEL sees as
 // call.commands. Analyses, and the verdicts for cwd "", come from cache when it has them.
-func (l *passportLimits) checkCommand(cache *analysisCache, src, cwd string) (*shell.Script, verdict) {
+func (l *passportLimits) checkCommand(cache *analysisCache, src, cwd string) (commandAnalysis, verdict) {
 	return cache.check(l, src, cwd)
 }
 
