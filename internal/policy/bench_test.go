@@ -45,6 +45,13 @@ func BenchmarkDecideCELRules20(b *testing.B) {
 		policytest.ToolRequest("agent", "bash"))
 }
 
+// BenchmarkDecideCELRules20Distinct is target (b) with 20 distinct conditions: no rule reuses
+// another's result.
+func BenchmarkDecideCELRules20Distinct(b *testing.B) {
+	benchDecide(b, policytest.OnePolicyBundle(policytest.CELRulesDistinct(20)),
+		policytest.ToolRequest("agent", "bash"))
+}
+
 // BenchmarkDecideLargeSnapshot is target (c): 10,000 passports and 1,000 policies (within 2× of (a)).
 func BenchmarkDecideLargeSnapshot(b *testing.B) {
 	benchDecide(b, policytest.LargeBundle(10_000, 1_000),

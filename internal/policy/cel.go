@@ -158,6 +158,9 @@ type celProgram struct {
 	cost    uint64 // estimated maximum cost against the declared sizes
 	loops   bool
 	tracked bool // runs under cel.CostTracking and cel.CostLimit
+	// shared: more than one place of the snapshot evaluates this expression (the compiler's cache
+	// gave it out again), so a decision keeps its result for the next place (celRun.memo).
+	shared bool
 }
 
 func newCELCompiler() (*celCompiler, error) {
@@ -177,6 +180,9 @@ func (c *celCompiler) compile(expr string, wantBool bool, pol *compileBudget) (p
 	if r, ok := c.cache[k]; ok {
 		if why := pol.take(k, r.work); why != "" {
 			return nil, why, true
+		}
+		if r.prg != nil {
+			r.prg.shared = true
 		}
 		return r.prg, r.msg, false
 	}
@@ -573,9 +579,49 @@ type celRun struct {
 	// decision rather than once per program.
 	loopFrame *interpreter.ExecutionFrame
 	loopAct   *activation
+	// memo keeps the results of shared programs (celProgram.shared) for the decision's input: every
+	// CEL function is pure and the other variables do not change within a decision, so a second
+	// place evaluating the same expression (a cluster policy and a namespace policy with the same
+	// rule) gets the first result. forget clears it when the input changes.
+	memo  [celMemoSlots]celMemo
+	nmemo int
+}
+
+// celMemoSlots bounds the results a decision keeps.
+const celMemoSlots = 16
+
+// celMemo is one kept result.
+type celMemo struct {
+	p   *celProgram
+	out ref.Val
+	err error
+}
+
+// forget drops the kept results (the input changed).
+func (r *celRun) forget() {
+	clear(r.memo[:r.nmemo])
+	r.nmemo = 0
 }
 
 func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
+	if !p.shared {
+		return r.evalProgram(p, act)
+	}
+	for i := range r.memo[:r.nmemo] {
+		if m := &r.memo[i]; m.p == p {
+			return m.out, m.err
+		}
+	}
+	out, err := r.evalProgram(p, act)
+	if r.nmemo < celMemoSlots {
+		r.memo[r.nmemo] = celMemo{p: p, out: out, err: err}
+		r.nmemo++
+	}
+	return out, err
+}
+
+// evalProgram evaluates p (see celRun).
+func (r *celRun) evalProgram(p *celProgram, act *activation) (ref.Val, error) {
 	r.unchecked = addSat(r.unchecked, p.cost)
 	switch {
 	case r.deadline.IsZero():

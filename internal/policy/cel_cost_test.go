@@ -229,3 +229,34 @@ func TestSharedFrameAcrossProgramKinds(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedExpressionResults: an expression two policies use is evaluated once per decision and
+// input. The first policy's rule does not match "x", then the policy changes the input to "y": the
+// second policy, with the same expression, must see "y" and deny.
+func TestSharedExpressionResults(t *testing.T) {
+	const seesY = `input.command == "y" && tool == "bash"`
+	dev := passport("dev", nil, CapCommandExecute)
+	dev.Spec.Limits = map[string]any{CapCommandExecute: map[string]any{"allowed_commands": []any{"*"}}}
+	bundle := Bundle{Version: BundleVersion, Namespace: "agents", Passports: []Passport{dev}, Policies: []Policy{
+		{Name: "first", Namespace: "agents", Spec: PolicySpec{Priority: 20, Rules: []Rule{
+			{Name: "sees-y", Tools: []string{"bash"}, When: seesY, Action: ActionDeny, Code: "t.first_saw_y"},
+			{Name: "to-y", Tools: []string{"bash"}, When: `input.command == "x"`, Action: ActionModify,
+				Modify: &InputPatch{Set: []InputField{{Path: "command", Value: `"y"`}}}},
+		}}},
+		{Name: "second", Namespace: "agents", Spec: PolicySpec{Priority: 10, Rules: []Rule{
+			{Name: "sees-y", Tools: []string{"bash"}, When: seesY, Action: ActionDeny, Code: "t.second_saw_y"},
+		}}},
+	}}
+	snap, err := Compile(bundle, WithClock(fixedClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cmd, decision, code string }{
+		{"x", DecisionDeny, "t.second_saw_y"}, {"y", DecisionDeny, "t.first_saw_y"}, {"z", DecisionAllow, CodeAllowed},
+	} {
+		d := snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": tc.cmd}})
+		if d.Decision != tc.decision || d.Reasons[0].Code != tc.code {
+			t.Errorf("%q: %s %v, want %s %s", tc.cmd, d.Decision, d.Reasons, tc.decision, tc.code)
+		}
+	}
+}
