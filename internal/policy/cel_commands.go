@@ -41,6 +41,13 @@ func frozenCommandsValue(script *shell.Script) ref.Val {
 		for j, k := range commandFieldNames {
 			frozen[i].vals[j], _ = cv.convert(k)
 		}
+		// The string lists as lists of CEL strings: reading an element then boxes nothing.
+		c := cv.c
+		for k, words := range map[string][]string{"flags": c.Flags, "wrappers": c.Wrappers,
+			"args": wordValues(c.Args), "positionals": wordValues(c.Positionals)} {
+			j, _ := commandFieldAtKey(k)
+			frozen[i].vals[j] = refStringList(words)
+		}
 		maps[i] = lazyMap{fields: &frozen[i]}
 		vals[i] = &maps[i]
 	}
@@ -218,11 +225,25 @@ func (v *commandVal) convert(key string) (ref.Val, bool) {
 }
 
 func wordList(ws []shell.Word) ref.Val {
+	return types.NewStringList(types.DefaultTypeAdapter, wordValues(ws))
+}
+
+// wordValues returns the words' values.
+func wordValues(ws []shell.Word) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.Value
 	}
-	return types.NewStringList(types.DefaultTypeAdapter, out)
+	return out
+}
+
+// refStringList is a CEL list of strings converted up front.
+func refStringList(ss []string) ref.Val {
+	vals := make([]ref.Val, len(ss))
+	for i, s := range ss {
+		vals[i] = types.String(s)
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, vals)
 }
 
 // callFieldNames are the keys of the CEL variable call.
