@@ -3,6 +3,8 @@ package policy
 import (
 	"sync"
 
+	"github.com/google/cel-go/common/types/ref"
+
 	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
@@ -18,20 +20,56 @@ const (
 	analysisCacheMaxBytes    = 4096
 )
 
+// verdictMemoSlots is how many passports' verdicts an analysis cache entry keeps.
+const verdictMemoSlots = 4
+
 // analysisCache keeps the shell analyses of recent short commands. Agents repeat commands (git
 // status, ls, the test runner), and a shell.Script is never changed once built, so the next call
-// of a command skips the parse and the analysis. Entries are evicted oldest first; a caller that
-// sends only new commands pays a map lookup and an insert more than with no cache. Failed analyses
-// are not kept.
+// of a command skips the parse and the analysis. Each entry also keeps the command limits' verdict
+// of the last few passports that ran it without a working directory: a passport's limits never
+// change within a snapshot, and the verdict depends only on them and the analysis, so the next call
+// of the command under that passport skips the checks too. Entries are evicted oldest first; a
+// caller that sends only new commands pays a map lookup and an insert more than with no cache.
+// Failed analyses are not kept.
 type analysisCache struct {
 	mu    sync.Mutex
-	byCmd map[string]*shell.Script
+	byCmd map[string]*cachedAnalysis
 	order []string // insertion order, a ring of len analysisCacheEntries
 	next  int
 }
 
+// cachedAnalysis is one command's analysis and the verdicts of the passports that ran it.
+type cachedAnalysis struct {
+	script *shell.Script
+	memo   [verdictMemoSlots]verdictMemo
+	next   uint8 // the memo slot to fill next (a ring)
+
+	celOnce     sync.Once
+	celCommands ref.Val // script as call.commands, every field converted (built once, then read-only)
+}
+
+// commands returns the analysis as CEL's call.commands, built on first use and shared by every
+// later decision on the command.
+func (e *cachedAnalysis) commands() ref.Val {
+	e.celOnce.Do(func() { e.celCommands = frozenCommandsValue(e.script) })
+	return e.celCommands
+}
+
+// commandAnalysis is the guard's analysis of a call's first command: the script, and its cache
+// entry when a decision found it there (then CEL reads the entry's shared value).
+type commandAnalysis struct {
+	script *shell.Script
+	cached *cachedAnalysis
+}
+
+// verdictMemo is the verdict of one passport's limits on a command run with no working directory.
+type verdictMemo struct {
+	limits *passportLimits
+	v      verdict
+}
+
 func newAnalysisCache() *analysisCache {
-	return &analysisCache{byCmd: make(map[string]*shell.Script, analysisCacheEntries)}
+	return &analysisCache{byCmd: make(map[string]*cachedAnalysis, analysisCacheEntries)}
 }
 
 // analyze returns the analysis of src, from the cache when src was analysed recently.
@@ -40,19 +78,69 @@ func (c *analysisCache) analyze(src string) (*shell.Script, error) {
 		return shell.Analyze(src, shellLimits)
 	}
 	c.mu.Lock()
-	s, ok := c.byCmd[src]
+	e, ok := c.byCmd[src]
 	c.mu.Unlock()
 	if ok {
-		return s, nil
+		return e.script, nil
 	}
 	s, err := shell.Analyze(src, shellLimits)
 	if err != nil || !cacheable(s) {
 		return s, err
 	}
+	c.insert(src, s)
+	return s, nil
+}
+
+// check analyses src (or finds its analysis) and applies l's command limits to it, with the
+// working directory cwd ("" when unknown). A verdict for cwd "" is kept with the analysis.
+func (c *analysisCache) check(l *passportLimits, src, cwd string) (commandAnalysis, verdict) {
+	if c != nil && cwd == "" && len(src) <= analysisCacheMaxSource {
+		c.mu.Lock()
+		if e, ok := c.byCmd[src]; ok {
+			for i := range e.memo {
+				if e.memo[i].limits == l {
+					v := e.memo[i].v
+					c.mu.Unlock()
+					return commandAnalysis{script: e.script, cached: e}, v
+				}
+			}
+		}
+		c.mu.Unlock()
+	}
+	script, err := c.analyze(src)
+	if err != nil {
+		return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
+	}
+	v := l.checkScript(script, src, cwd)
+	if c != nil && cwd == "" {
+		c.remember(src, script, l, v)
+	}
+	return commandAnalysis{script: script}, v
+}
+
+// remember keeps l's verdict on the cached analysis of src (when it is still the cached one).
+func (c *analysisCache) remember(src string, script *shell.Script, l *passportLimits, v verdict) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.byCmd[src]
+	if !ok || e.script != script {
+		return
+	}
+	for i := range e.memo {
+		if e.memo[i].limits == l {
+			return
+		}
+	}
+	e.memo[e.next] = verdictMemo{limits: l, v: v}
+	e.next = (e.next + 1) % verdictMemoSlots
+}
+
+// insert keeps the analysis s of src, evicting the oldest entry when the cache is full.
+func (c *analysisCache) insert(src string, s *shell.Script) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.byCmd[src]; ok {
-		return s, nil
+		return
 	}
 	if len(c.order) < analysisCacheEntries {
 		c.order = append(c.order, src)
@@ -61,8 +149,7 @@ func (c *analysisCache) analyze(src string) (*shell.Script, error) {
 		c.order[c.next] = src
 		c.next = (c.next + 1) % analysisCacheEntries
 	}
-	c.byCmd[src] = s
-	return s, nil
+	c.byCmd[src] = &cachedAnalysis{script: s}
 }
 
 // cacheable reports whether an analysis is small enough to keep (a short command can still expand

@@ -97,3 +97,64 @@ func TestAnalysisCacheSharedDecisions(t *testing.T) {
 		t.Fatalf("the sample decides rm -rf / like git status (%s): the test proves nothing", want["git status"])
 	}
 }
+
+// TestVerdictMemoPerPassport decides the same commands under more passports than an entry keeps
+// verdicts for, with and without a working directory, over and over: every decision must equal the
+// one a fresh snapshot gives, so a verdict kept for one passport (or for no working directory) is
+// never handed to another passport (or to a call in a directory).
+func TestVerdictMemoPerPassport(t *testing.T) {
+	var passports []Passport
+	allowed := [][]any{{"git", "ls"}, {"ls"}, {"git"}, {"*"}, {"ls", "cat"}, {"git", "cat"}, {"cat"}}
+	for i, cmds := range allowed {
+		p := passport(fmt.Sprintf("p%d", i), nil, CapCommandExecute)
+		lim := map[string]any{"allowed_commands": cmds}
+		if i%2 == 1 {
+			lim["blocked_paths"] = []any{"/srv/secret/**"}
+		}
+		p.Spec.Limits = map[string]any{CapCommandExecute: lim}
+		passports = append(passports, p)
+	}
+	bundle := Bundle{Version: BundleVersion, Namespace: "agents", Passports: passports}
+	compile := func() *Snapshot {
+		s, err := Compile(bundle, WithClock(fixedClock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	type call struct{ passport, cmd, dir string }
+	var calls []call
+	for _, p := range passports {
+		for _, cmd := range []string{"git status", "ls -la", "cat secret/key", "cat ../secret/key", "ls && git log"} {
+			for _, dir := range []string{"", "/srv", "/home"} {
+				calls = append(calls, call{p.Name, cmd, dir})
+			}
+		}
+	}
+	decide := func(s *Snapshot, c call) string {
+		in := map[string]any{"command": c.cmd}
+		if c.dir != "" {
+			in["cwd"] = c.dir
+		}
+		d := s.Decide(context.Background(), Request{Passport: c.passport, ToolName: "bash", ToolInput: in})
+		return d.Decision + " " + d.Reasons[0].Code
+	}
+	want := map[call]string{}
+	outcomes := map[string]bool{}
+	for _, c := range calls {
+		want[c] = decide(compile(), c)
+		outcomes[want[c]] = true
+	}
+	if len(outcomes) < 3 {
+		t.Fatalf("the calls give only %v: the test proves nothing", outcomes)
+	}
+	snap := compile()
+	for round := range 3 {
+		for i := range calls {
+			c := calls[(i*7+round)%len(calls)]
+			if got := decide(snap, c); got != want[c] {
+				t.Errorf("round %d, %+v: %s, want %s", round, c, got, want[c])
+			}
+		}
+	}
+}

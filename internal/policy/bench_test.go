@@ -2,17 +2,23 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tollgate-dev/tollgate/internal/manifest"
 	"github.com/tollgate-dev/tollgate/internal/policy"
 	"github.com/tollgate-dev/tollgate/internal/policy/policytest"
 )
 
 func benchDecide(b *testing.B, bundle policy.Bundle, req policy.Request) {
 	b.Helper()
-	snap, err := policy.Compile(bundle)
+	// A long evaluation deadline (the same code path as the default) lets the benchmark run under
+	// valgrind --tool=callgrind, whose slowdown would exceed the default 50 ms on the first call.
+	snap, err := policy.Compile(bundle, policy.WithEvalDeadline(time.Minute))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -36,6 +42,13 @@ func BenchmarkDecideNameRules100(b *testing.B) {
 // BenchmarkDecideCELRules20 is target (b): 20 rules with CEL conditions, all evaluated (≤ 5 µs).
 func BenchmarkDecideCELRules20(b *testing.B) {
 	benchDecide(b, policytest.OnePolicyBundle(policytest.CELRules(20)),
+		policytest.ToolRequest("agent", "bash"))
+}
+
+// BenchmarkDecideCELRules20Distinct is target (b) with 20 distinct conditions: no rule reuses
+// another's result.
+func BenchmarkDecideCELRules20Distinct(b *testing.B) {
+	benchDecide(b, policytest.OnePolicyBundle(policytest.CELRulesDistinct(20)),
 		policytest.ToolRequest("agent", "bash"))
 }
 
@@ -104,4 +117,51 @@ func BenchmarkInputGuards1MB(b *testing.B) {
 		Messages: []policy.Message{{Role: "user", Content: msg}}}
 	b.SetBytes(int64(len(msg)))
 	benchDecide(b, bundle, req)
+}
+
+// samplesBundle is config/samples' namespace bundle (the coding-agent passport and the policies).
+func samplesBundle(b *testing.B) policy.Bundle {
+	b.Helper()
+	set, err := manifest.Load(filepath.Join("..", "..", "config", "samples"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bundles, err := set.Bundles()
+	if err != nil || len(bundles) == 0 {
+		b.Fatalf("sample bundles: %v (%d)", err, len(bundles))
+	}
+	return bundles[0]
+}
+
+// shellSampleCommand is the command of make bench's row 1d; %d makes it new for the cold variant.
+const shellSampleCommand = "git diff --stat HEAD~1 | head -50 && grep -rn TODO internal/p%d/ | wc -l"
+
+// BenchmarkDecideShellSample is row 1d: a shell call under the sample passport, its analysis and
+// verdict cached as an agent repeating a command finds them (≤ 15 µs).
+func BenchmarkDecideShellSample(b *testing.B) {
+	benchDecide(b, samplesBundle(b), policy.Request{Passport: "coding-agent", ToolName: "bash",
+		ToolInput: map[string]any{"command": fmt.Sprintf(shellSampleCommand, 7)}})
+}
+
+// BenchmarkDecideShellSampleCold is row 1d with a command never seen before on every call (≤ 15 µs).
+func BenchmarkDecideShellSampleCold(b *testing.B) {
+	snap, err := policy.Compile(samplesBundle(b), policy.WithEvalDeadline(time.Minute))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := make([]policy.Request, 1<<14)
+	for i := range reqs {
+		reqs[i] = policy.Request{Passport: "coding-agent", ToolName: "bash",
+			ToolInput: map[string]any{"command": fmt.Sprintf(shellSampleCommand, i)}}
+	}
+	ctx := context.Background()
+	if d := snap.Decide(ctx, reqs[len(reqs)-1]); d.Decision != policy.DecisionAllow {
+		b.Fatalf("decision = %s (%v), want allow", d.Decision, d.Reasons)
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		snap.Decide(ctx, reqs[i%len(reqs)])
+		i++
+	}
 }

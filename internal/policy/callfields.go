@@ -1,15 +1,21 @@
 package policy
 
 // fieldKinds says which guard readings a tool-input field name takes part in (a field can be both
-// a path and a working directory: "dir").
-type fieldKinds uint8
+// a path and a working directory: "dir"). Bits from commandFieldBit up say which of CommandFields
+// it is, so that the command fields a call carries are known from one pass over its keys.
+type fieldKinds uint16
 
 const (
 	fieldCommand fieldKinds = 1 << iota
 	fieldPath
 	fieldURL
 	fieldWorkdir
+
+	commandFieldBit = 8 // fieldKinds bit of CommandFields[0]; CommandFields[i] is bit commandFieldBit+i
 )
+
+// commandFieldAt is the fieldKinds bit of CommandFields[i].
+func commandFieldAt(i int) fieldKinds { return 1 << (commandFieldBit + i) }
 
 // knownFields maps every field name the guard reads to its kinds. It is built once from the
 // exported field lists and never written afterwards.
@@ -22,6 +28,9 @@ var knownFields = func() map[string]fieldKinds {
 		for _, f := range list.names {
 			m[f] |= list.kind
 		}
+	}
+	for i, f := range CommandFields {
+		m[f] |= commandFieldAt(i)
 	}
 	return m
 }()

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -16,8 +17,6 @@ import (
 	"github.com/google/cel-go/common/types/traits"
 	"github.com/google/cel-go/ext"
 	"github.com/google/cel-go/interpreter"
-
-	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 // CEL variable names.
@@ -155,9 +154,13 @@ type celResult struct {
 // a program with comprehensions (the only loops) is interrupted at the evaluation deadline, and one
 // without that may cost more than untrackedCost runs under cel.CostLimit(MaxExpressionCost).
 type celProgram struct {
-	prg   cel.Program
-	cost  uint64 // estimated maximum cost against the declared sizes
-	loops bool
+	prg     cel.Program
+	cost    uint64 // estimated maximum cost against the declared sizes
+	loops   bool
+	tracked bool // runs under cel.CostTracking and cel.CostLimit
+	// shared: more than one place of the snapshot evaluates this expression (the compiler's cache
+	// gave it out again), so a decision keeps its result for the next place (celRun.memo).
+	shared bool
 }
 
 func newCELCompiler() (*celCompiler, error) {
@@ -177,6 +180,9 @@ func (c *celCompiler) compile(expr string, wantBool bool, pol *compileBudget) (p
 	if r, ok := c.cache[k]; ok {
 		if why := pol.take(k, r.work); why != "" {
 			return nil, why, true
+		}
+		if r.prg != nil {
+			r.prg.shared = true
 		}
 		return r.prg, r.msg, false
 	}
@@ -252,18 +258,19 @@ func (c *celCompiler) check(parsed *cel.Ast, wantBool bool) (*celProgram, string
 			formatCost(est.Max), formatCost(MaxExpressionCost), DeclaredRequestBytes)
 	}
 	loops := hasComprehension(checked)
+	tracked := !loops && est.Max > untrackedCost
 	popts := []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
 	switch {
 	case loops:
 		popts = append(popts, cel.InterruptCheckFrequency(interruptEvery))
-	case est.Max > untrackedCost:
+	case tracked:
 		popts = append(popts, cel.CostTracking(runtimeCost), cel.CostLimit(MaxExpressionCost))
 	}
 	prg, err := c.env.Program(checked, popts...)
 	if err != nil {
 		return nil, celIssueMessage(err.Error())
 	}
-	return &celProgram{prg: prg, cost: est.Max, loops: loops}, ""
+	return &celProgram{prg: prg, cost: est.Max, loops: loops, tracked: tracked}, ""
 }
 
 // celIssues lists the first problems of a CEL issue report on one line: "msg (at 1:5); …".
@@ -442,7 +449,7 @@ type activation struct {
 	limits   map[string]any
 	call     *lazyMap // the call variable, built on first use
 	// guardScript is the guard's analysis of guardInput's command, reused by call.commands.
-	guardScript *shell.Script
+	guardScript commandAnalysis
 	guardInput  map[string]any
 	req         Request
 	reqVal      map[string]any
@@ -504,11 +511,11 @@ func (a *activation) ResolveName(name string) (any, bool) {
 		return a.limits, true
 	case varCall:
 		if a.call == nil {
-			var script *shell.Script
-			if a.guardScript != nil && sameMap(a.input, a.guardInput) {
-				script = a.guardScript
+			var analysis commandAnalysis
+			if a.guardScript.script != nil && sameMap(a.input, a.guardInput) {
+				analysis = a.guardScript
 			}
-			a.call = &lazyMap{fields: &callVal{input: a.input, script: script}}
+			a.call = &lazyMap{fields: &callVal{input: a.input, analysis: analysis}}
 		}
 		return a.call, true
 	case varRequest:
@@ -562,9 +569,59 @@ type celRun struct {
 	unchecked uint64
 	ctx       context.Context // parent with the deadline, built for the first comprehension
 	cancel    context.CancelFunc
+	// frame is the execution frame of frameAct, shared by the plain programs (no loops, no cost
+	// tracking: nothing of theirs lives in a frame) so that each evaluation does not take one from
+	// cel-go's pool and give it back.
+	frame    *interpreter.ExecutionFrame
+	frameAct *activation
+	// loopFrame is the execution frame of loopAct bound to ctx, shared by the programs with
+	// comprehensions (their interrupt checks read it), so that the context is derived once per
+	// decision rather than once per program.
+	loopFrame *interpreter.ExecutionFrame
+	loopAct   *activation
+	// memo keeps the results of shared programs (celProgram.shared) for the decision's input: every
+	// CEL function is pure and the other variables do not change within a decision, so a second
+	// place evaluating the same expression (a cluster policy and a namespace policy with the same
+	// rule) gets the first result. forget clears it when the input changes.
+	memo  [celMemoSlots]celMemo
+	nmemo int
+}
+
+// celMemoSlots bounds the results a decision keeps.
+const celMemoSlots = 16
+
+// celMemo is one kept result.
+type celMemo struct {
+	p   *celProgram
+	out ref.Val
+	err error
+}
+
+// forget drops the kept results (the input changed).
+func (r *celRun) forget() {
+	clear(r.memo[:r.nmemo])
+	r.nmemo = 0
 }
 
 func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
+	if !p.shared {
+		return r.evalProgram(p, act)
+	}
+	for i := range r.memo[:r.nmemo] {
+		if m := &r.memo[i]; m.p == p {
+			return m.out, m.err
+		}
+	}
+	out, err := r.evalProgram(p, act)
+	if r.nmemo < celMemoSlots {
+		r.memo[r.nmemo] = celMemo{p: p, out: out, err: err}
+		r.nmemo++
+	}
+	return out, err
+}
+
+// evalProgram evaluates p (see celRun).
+func (r *celRun) evalProgram(p *celProgram, act *activation) (ref.Val, error) {
 	r.unchecked = addSat(r.unchecked, p.cost)
 	switch {
 	case r.deadline.IsZero():
@@ -576,6 +633,18 @@ func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
 			return nil, fmt.Errorf("evaluation deadline of %s exceeded", r.limit)
 		}
 	}
+	if !p.loops && !p.tracked {
+		if r.frameAct != act {
+			r.releaseFrame()
+			f, err := interpreter.NewExecutionFrame(act)
+			if err != nil {
+				return nil, fmt.Errorf("execution frame: %w", err)
+			}
+			r.frame, r.frameAct = f, act
+		}
+		out, _, err := p.prg.Eval(r.frame)
+		return out, err
+	}
 	if !p.loops {
 		out, _, err := p.prg.Eval(act)
 		return out, err
@@ -585,9 +654,26 @@ func (r *celRun) eval(p *celProgram, act *activation) (ref.Val, error) {
 		if parent == nil {
 			parent = context.Background()
 		}
+		r.releaseLoopFrame()
 		r.ctx, r.cancel = context.WithDeadline(parent, r.deadline)
 	}
-	out, _, err := p.prg.ContextEval(r.ctx, act)
+	if r.loopAct != act {
+		r.releaseLoopFrame()
+		f, err := interpreter.NewExecutionFrame(act)
+		if err != nil {
+			return nil, fmt.Errorf("execution frame: %w", err)
+		}
+		if err := f.SetContext(r.ctx, interruptEvery); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("execution frame: %w", err)
+		}
+		r.loopFrame, r.loopAct = f, act
+	}
+	// As cel.Program.ContextEval does with a frame of its own.
+	out, _, err := p.prg.Eval(r.loopFrame)
+	if err != nil && errors.Is(err, interpreter.InterruptError{}) {
+		return out, fmt.Errorf("%w: %w", err, context.Cause(r.ctx))
+	}
 	return out, err
 }
 
@@ -611,15 +697,34 @@ func (r *celRun) extend(d time.Duration) {
 	}
 	r.deadline = r.deadline.Add(d)
 	if r.cancel != nil {
+		r.releaseLoopFrame() // bound to the context about to be cancelled
 		r.cancel()
 		r.ctx, r.cancel = nil, nil
 	}
 }
 
-// close releases the deadline context.
+// close releases the deadline context and the execution frames.
 func (r *celRun) close() {
+	r.releaseLoopFrame()
 	if r.cancel != nil {
 		r.cancel()
+	}
+	r.releaseFrame()
+}
+
+// releaseLoopFrame gives the comprehensions' execution frame back to cel-go.
+func (r *celRun) releaseLoopFrame() {
+	if r.loopFrame != nil {
+		r.loopFrame.Close()
+		r.loopFrame, r.loopAct = nil, nil
+	}
+}
+
+// releaseFrame gives the shared execution frame back to cel-go.
+func (r *celRun) releaseFrame() {
+	if r.frame != nil {
+		r.frame.Close()
+		r.frame, r.frameAct = nil, nil
 	}
 }
 

@@ -15,10 +15,62 @@ import (
 const celKeyName = "name"
 
 // commandFieldNames are the keys of one command in shell.commands() and call.commands.
-var commandFieldNames = []string{celKeyName, "program", "dynamic", "args", "flags", "positionals", "redirects", "wrappers", "via", "code"}
+var commandFieldNames = commandFieldIndex[:]
+
+// commandFieldIndex is commandFieldNames as an array, for the size of the per-command field caches.
+var commandFieldIndex = [...]string{celKeyName, "program", "dynamic", "args", "flags", "positionals", "redirects", "wrappers", "via", "code"}
+
+// commandFieldAtKey returns the index of key in commandFieldNames.
+func commandFieldAtKey(key string) (int, bool) {
+	for i, k := range commandFieldIndex {
+		if k == key {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// frozenCommandsValue is commandsValue with every field converted up front: a value that is never
+// changed afterwards, so decisions on a cached command share it.
+func frozenCommandsValue(script *shell.Script) ref.Val {
+	vals := make([]ref.Val, len(script.Commands))
+	frozen := make([]frozenFields, len(script.Commands))
+	maps := make([]lazyMap, len(script.Commands))
+	for i := range script.Commands {
+		cv := commandVal{c: &script.Commands[i]}
+		for j, k := range commandFieldNames {
+			frozen[i].vals[j], _ = cv.convert(k)
+		}
+		// The string lists as lists of CEL strings: reading an element then boxes nothing.
+		c := cv.c
+		for k, words := range map[string][]string{"flags": c.Flags, "wrappers": c.Wrappers,
+			"args": wordValues(c.Args), "positionals": wordValues(c.Positionals)} {
+			j, _ := commandFieldAtKey(k)
+			frozen[i].vals[j] = refStringList(words)
+		}
+		maps[i] = lazyMap{fields: &frozen[i]}
+		vals[i] = &maps[i]
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, vals)
+}
+
+// frozenFields is one command's fields, converted (by index in commandFieldNames).
+type frozenFields struct {
+	vals [len(commandFieldIndex)]ref.Val
+}
+
+func (f *frozenFields) fieldNames() []string { return commandFieldNames }
+
+func (f *frozenFields) field(key string) (ref.Val, bool) {
+	if i, ok := commandFieldAtKey(key); ok {
+		return f.vals[i], true
+	}
+	return nil, false
+}
 
 // commandsValue is the CEL list of a script's commands. Each command is a map whose fields are
-// converted when an expression reads them, so `c.name == 'rm'` does not build every argument list.
+// converted when an expression first reads them, so `c.name == 'rm'` does not build every argument
+// list.
 func commandsValue(script *shell.Script) ref.Val {
 	vals := make([]ref.Val, len(script.Commands))
 	cvs := make([]commandVal, len(script.Commands))
@@ -116,15 +168,29 @@ func (m *lazyMap) Type() ref.Type { return types.MapType }
 // Value implements ref.Val.
 func (m *lazyMap) Value() any { return m.native().Value() }
 
-// commandVal is one analysed command (see commandFieldNames).
+// commandVal is one analysed command (see commandFieldNames), its fields converted on first read.
+// It belongs to one decision.
 type commandVal struct {
-	c *shell.Command
+	c    *shell.Command
+	vals [len(commandFieldIndex)]ref.Val
 }
 
 func (v *commandVal) fieldNames() []string { return commandFieldNames }
 
 // field returns the CEL value of one key.
 func (v *commandVal) field(key string) (ref.Val, bool) {
+	i, ok := commandFieldAtKey(key)
+	if !ok {
+		return nil, false
+	}
+	if v.vals[i] == nil {
+		v.vals[i], _ = v.convert(key)
+	}
+	return v.vals[i], true
+}
+
+// convert returns the CEL value of one key.
+func (v *commandVal) convert(key string) (ref.Val, bool) {
 	c := v.c
 	switch key {
 	case celKeyName:
@@ -159,11 +225,25 @@ func (v *commandVal) field(key string) (ref.Val, bool) {
 }
 
 func wordList(ws []shell.Word) ref.Val {
+	return types.NewStringList(types.DefaultTypeAdapter, wordValues(ws))
+}
+
+// wordValues returns the words' values.
+func wordValues(ws []shell.Word) []string {
 	out := make([]string, len(ws))
 	for i, w := range ws {
 		out[i] = w.Value
 	}
-	return types.NewStringList(types.DefaultTypeAdapter, out)
+	return out
+}
+
+// refStringList is a CEL list of strings converted up front.
+func refStringList(ss []string) ref.Val {
+	vals := make([]ref.Val, len(ss))
+	for i, s := range ss {
+		vals[i] = types.String(s)
+	}
+	return types.NewRefValList(types.DefaultTypeAdapter, vals)
 }
 
 // callFieldNames are the keys of the CEL variable call.
@@ -176,7 +256,7 @@ var callFieldNames = []string{"paths", "urls", "command", "commands"}
 // analysed here when read).
 type callVal struct {
 	input    map[string]any
-	script   *shell.Script
+	analysis commandAnalysis
 	computed [4]ref.Val // by index in callFieldNames
 }
 
@@ -218,8 +298,11 @@ func (v *callVal) compute(key string) ref.Val {
 		return types.String(commandText(v.input))
 	}
 	// commands
-	if v.script != nil {
-		return commandsValue(v.script)
+	if v.analysis.cached != nil {
+		return v.analysis.cached.commands()
+	}
+	if v.analysis.script != nil {
+		return commandsValue(v.analysis.script)
 	}
 	if cmd := commandText(v.input); cmd != "" {
 		return celShellCommands(types.String(cmd))

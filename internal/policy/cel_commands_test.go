@@ -18,8 +18,17 @@ func decideWhen(t *testing.T, when, command string) Decision {
 	if err != nil {
 		t.Fatalf("compile %q: %v", when, err)
 	}
-	return snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash",
-		ToolInput: map[string]any{"command": command}})
+	decide := func() Decision {
+		return snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash",
+			ToolInput: map[string]any{"command": command}})
+	}
+	// The first decision converts call.commands for itself; later ones read the value kept with
+	// the cached analysis. Both must answer alike.
+	first, again := decide(), decide()
+	if first.Decision != again.Decision || first.Reasons[0] != again.Reasons[0] {
+		t.Fatalf("%s on %q: first %s %v, then %s %v", when, command, first.Decision, first.Reasons, again.Decision, again.Reasons)
+	}
+	return first
 }
 
 // TestCallCommands checks call.commands (the guard's analysis) and the lazily converted command maps

@@ -179,3 +179,84 @@ func TestDeadlineExcludesEvaluators(t *testing.T) {
 		t.Fatalf("decision %v, want allowed", d.Reasons)
 	}
 }
+
+// TestSharedFrameAcrossProgramKinds: one decision evaluates plain, cost-tracked and looping
+// programs and a modification, and the plain ones share one execution frame. Every program must
+// see the input as it is at its turn: the last policy denies only when it sees the modified input,
+// and a fresh decision after it sees the original input again.
+func TestSharedFrameAcrossProgramKinds(t *testing.T) {
+	cc, err := newCELCompiler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]func(*celProgram) bool{
+		`input.command.startsWith("zz")`:                               func(p *celProgram) bool { return !p.loops && !p.tracked },
+		`input.command.replace('a', 'b').replace('c', 'd') == 'never'`: func(p *celProgram) bool { return p.tracked },
+		`[1, 2, 3].exists(x, x == size(input.command))`:                func(p *celProgram) bool { return p.loops },
+		`input.command == "reset" && tool == "bash"`:                   func(p *celProgram) bool { return !p.loops && !p.tracked },
+		`input.command != "reset" && input.command != ""`:              func(p *celProgram) bool { return !p.loops && !p.tracked },
+	}
+	for expr, want := range kinds {
+		p, msg := cc.compileUncached(expr, true)
+		if msg != "" || !want(p) {
+			t.Fatalf("%s: %q, loops %v tracked %v: not the kind the test needs", expr, msg, p != nil && p.loops, p != nil && p.tracked)
+		}
+	}
+	dev := passport("dev", nil, CapCommandExecute)
+	dev.Spec.Limits = map[string]any{CapCommandExecute: map[string]any{"allowed_commands": []any{"*"}}}
+	bundle := Bundle{Version: BundleVersion, Namespace: "agents", Passports: []Passport{dev}, Policies: []Policy{
+		{Name: "first", Namespace: "agents", Spec: PolicySpec{Priority: 20, Rules: []Rule{
+			{Name: "plain", Tools: []string{"bash"}, When: `input.command.startsWith("zz")`, Action: ActionDeny, Code: "t.plain"},
+			{Name: "tracked", Tools: []string{"bash"}, When: `input.command.replace('a', 'b').replace('c', 'd') == 'never'`, Action: ActionDeny, Code: "t.tracked"},
+			{Name: "loop", Tools: []string{"bash"}, When: `[1, 2, 3].exists(x, x == size(input.command))`, Action: ActionDeny, Code: "t.loop"},
+			{Name: "reset", Tools: []string{"bash"}, When: `input.command != "reset" && input.command != ""`, Action: ActionModify,
+				Modify: &InputPatch{Set: []InputField{{Path: "command", Value: `"reset"`}}}},
+		}}},
+		{Name: "second", Namespace: "agents", Spec: PolicySpec{Priority: 10, Rules: []Rule{
+			{Name: "sees-reset", Tools: []string{"bash"}, When: `input.command == "reset" && tool == "bash"`, Action: ActionDeny, Code: "t.saw_reset"},
+		}}},
+	}}
+	snap, err := Compile(bundle, WithClock(fixedClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		for _, tc := range []struct{ cmd, code string }{{"git status", "t.saw_reset"}, {"zz top", "t.plain"}, {"ab", "t.loop"}} {
+			d := snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": tc.cmd}})
+			if d.Decision != DecisionDeny || d.Reasons[0].Code != tc.code {
+				t.Fatalf("%q: %s %v, want deny %s", tc.cmd, d.Decision, d.Reasons, tc.code)
+			}
+		}
+	}
+}
+
+// TestSharedExpressionResults: an expression two policies use is evaluated once per decision and
+// input. The first policy's rule does not match "x", then the policy changes the input to "y": the
+// second policy, with the same expression, must see "y" and deny.
+func TestSharedExpressionResults(t *testing.T) {
+	const seesY = `input.command == "y" && tool == "bash"`
+	dev := passport("dev", nil, CapCommandExecute)
+	dev.Spec.Limits = map[string]any{CapCommandExecute: map[string]any{"allowed_commands": []any{"*"}}}
+	bundle := Bundle{Version: BundleVersion, Namespace: "agents", Passports: []Passport{dev}, Policies: []Policy{
+		{Name: "first", Namespace: "agents", Spec: PolicySpec{Priority: 20, Rules: []Rule{
+			{Name: "sees-y", Tools: []string{"bash"}, When: seesY, Action: ActionDeny, Code: "t.first_saw_y"},
+			{Name: "to-y", Tools: []string{"bash"}, When: `input.command == "x"`, Action: ActionModify,
+				Modify: &InputPatch{Set: []InputField{{Path: "command", Value: `"y"`}}}},
+		}}},
+		{Name: "second", Namespace: "agents", Spec: PolicySpec{Priority: 10, Rules: []Rule{
+			{Name: "sees-y", Tools: []string{"bash"}, When: seesY, Action: ActionDeny, Code: "t.second_saw_y"},
+		}}},
+	}}
+	snap, err := Compile(bundle, WithClock(fixedClock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ cmd, decision, code string }{
+		{"x", DecisionDeny, "t.second_saw_y"}, {"y", DecisionDeny, "t.first_saw_y"}, {"z", DecisionAllow, CodeAllowed},
+	} {
+		d := snap.Decide(context.Background(), Request{Passport: "dev", ToolName: "bash", ToolInput: map[string]any{"command": tc.cmd}})
+		if d.Decision != tc.decision || d.Reasons[0].Code != tc.code {
+			t.Errorf("%q: %s %v, want %s %s", tc.cmd, d.Decision, d.Reasons, tc.decision, tc.code)
+		}
+	}
+}

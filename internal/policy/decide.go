@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 // outcome kinds of one policy's evaluation.
@@ -196,18 +194,28 @@ type toolCall struct {
 	act    *activation
 	now    time.Time
 	run    celRun
-	script *shell.Script // the guard's analysis of the call's command (nil when none)
+	script commandAnalysis // the guard's analysis of the call's command (none: nil script)
+	input  map[string]any  // the input as the policies evaluated so far left it
 }
 
-func (tc *toolCall) activation(input map[string]any) *activation {
+// activation returns the CEL activation of the call, with its input as the policies evaluated so
+// far left it (setInput).
+func (tc *toolCall) activation() *activation {
 	if tc.act == nil {
 		tc.act = &activation{tool: tc.tool, passport: tc.p, limits: tc.limits, req: *tc.req, now: tc.now,
 			guardScript: tc.script, guardInput: tc.req.ToolInput}
-	}
-	if !sameMap(tc.act.input, input) {
-		tc.act.setInput(input)
+		tc.act.setInput(tc.input)
 	}
 	return tc.act
+}
+
+// setInput makes m the input later policies see (a policy modified it).
+func (tc *toolCall) setInput(m map[string]any) {
+	tc.input = m
+	tc.run.forget()
+	if tc.act != nil {
+		tc.act.setInput(m)
+	}
 }
 
 // sameMap reports whether a and b are the same map object (or both nil).
@@ -249,7 +257,8 @@ func (s *Snapshot) decideTool(ctx context.Context, d Decision, p *cPassport, req
 	if d, blocked = s.screenToolInput(d, p, req); blocked {
 		return d
 	}
-	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now, run: celRun{parent: ctx, limit: s.deadline}, script: script}
+	tc := toolCall{s: s, p: p, req: req, tool: tool, now: now, run: celRun{parent: ctx, limit: s.deadline}, script: script,
+		input: req.ToolInput}
 	if mapped {
 		tc.limits, _ = p.src.Spec.Limits[capID].(map[string]any)
 	}
@@ -273,7 +282,7 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 		if named(pol, req) {
 			evaluated++
 		}
-		out := pol.evalTool(ctx, tc, input)
+		out := pol.evalTool(ctx, tc)
 		if out.kind == outError {
 			if pol.failOpen {
 				m := d.meta()
@@ -294,6 +303,7 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 			return deny(d, out.code, out.msg, out.ref)
 		case outModify:
 			input, modified = out.input, true
+			tc.setInput(input)
 			modRefs = append(modRefs, out.ref)
 		default:
 			if firstRef == "" {
@@ -332,14 +342,14 @@ func (s *Snapshot) decidePolicies(ctx context.Context, d Decision, tc *toolCall)
 
 // evalTool evaluates one policy for a tool call: requires, then the first matching rule, then the
 // external evaluator or defaultAction.
-func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string]any) outcome {
-	tool := tc.tool
+func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall) outcome {
+	tool, input := tc.tool, tc.input
 	for i := range pol.requires {
 		r := &pol.requires[i]
 		if !r.tools.match(tool) {
 			continue
 		}
-		ok, err := tc.run.evalBool(r.prg, tc.activation(input))
+		ok, err := tc.run.evalBool(r.prg, tc.activation())
 		if err != nil {
 			return outcome{kind: outError, ref: r.ref, err: fmt.Errorf("requires %s: %w", r.name, err)}
 		}
@@ -357,7 +367,7 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 			continue
 		}
 		if r.when != nil {
-			ok, err := tc.run.evalBool(r.when, tc.activation(input))
+			ok, err := tc.run.evalBool(r.when, tc.activation())
 			if err != nil {
 				return outcome{kind: outError, ref: r.ref, err: fmt.Errorf("rule %s: when: %w", r.name, err)}
 			}
@@ -369,7 +379,7 @@ func (pol *cPolicy) evalTool(ctx context.Context, tc *toolCall, input map[string
 		case actDeny:
 			return outcome{kind: outDeny, code: r.code, msg: r.message, ref: r.ref, explicit: true}
 		case actModify:
-			out, err := r.modify(&tc.run, tc.activation(input), input)
+			out, err := r.modify(&tc.run, tc.activation(), input)
 			if err != nil {
 				return outcome{kind: outError, ref: r.ref, err: fmt.Errorf("rule %s: modify: %w", r.name, err)}
 			}

@@ -46,51 +46,52 @@ func denyWith(code, format string, args ...any) verdict {
 
 // guardCall applies the passport's limits to a tool call's arguments: the shell command it carries,
 // the paths and URLs it names, the size it writes. capID is the tool's capability ("" if unmapped).
-// It returns the analysis of the call's first command (call.commands in CEL), or nil. cache keeps
+// It returns the analysis of the call's first command (call.commands in CEL), if any. cache keeps
 // recent analyses (nil: none); present is presentFields(input).
-func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (*shell.Script, verdict) {
-	script, v := p.guardCommands(cache, tool, capID, input, present)
+func (p *cPassport) guardCall(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (commandAnalysis, verdict) {
+	first, v := p.guardCommands(cache, tool, capID, input, present)
 	if v.code != "" {
-		return nil, v
+		return commandAnalysis{}, v
 	}
-	return script, p.guardPathsAndURLs(tool, capID, input, present)
+	return first, p.guardPathsAndURLs(tool, capID, input, present)
 }
 
 // guardCommands analyses the shell commands a call carries and applies the command limits. It
 // returns the analysis of the first command (nil when there is none).
-func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (*shell.Script, verdict) {
-	var cmds []string
+func (p *cPassport) guardCommands(cache *analysisCache, tool, capID string, input map[string]any, present fieldKinds) (commandAnalysis, verdict) {
+	var buf [2]string
+	cmds := buf[:0]
 	if present&fieldCommand != 0 {
 		var badCmd string
-		cmds, badCmd = commandTexts(input)
+		cmds, badCmd = appendCommandTexts(cmds, input, present)
 		if isEditorCall(tool, input) {
 			cmds = nil // the command is an editor verb; the path is checked below
 		}
 		if badCmd != "" {
-			return nil, denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
+			return commandAnalysis{}, denyWith(CodeInvalidContext, "field %s must be a string or a list of strings", badCmd)
 		}
 	}
 	if capID == CapCommandExecute && len(cmds) == 0 {
-		return nil, denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
+		return commandAnalysis{}, denyWith(CodeInvalidContext, "a shell call must carry its command in one of the fields %s", strings.Join(CommandFields, ", "))
 	}
 	if len(cmds) == 0 {
-		return nil, verdict{}
+		return commandAnalysis{}, verdict{}
 	}
 	cwd := ""
 	if present&fieldWorkdir != 0 {
 		var v verdict
 		if cwd, v = p.limits.workdir(input); v.code != "" {
-			return nil, v
+			return commandAnalysis{}, v
 		}
 	}
-	var first *shell.Script
+	var first commandAnalysis
 	for i, cmd := range cmds {
-		script, v := p.limits.checkCommand(cache, cmd, cwd)
+		a, v := p.limits.checkCommand(cache, cmd, cwd)
 		if v.code != "" {
-			return nil, v
+			return commandAnalysis{}, v
 		}
 		if i == 0 {
-			first = script
+			first = a
 		}
 	}
 	return first, verdict{}

@@ -59,13 +59,9 @@ var urlCommands = map[string]bool{"curl": true, "wget": true, "http": true, "htt
 // would run: blocked command patterns first (DESIGN.md), then allowed_commands, dynamic programs and
 // inline code, then paths (blocked path patterns, blocked_paths, the baseline) and URLs. cwd is the
 // working directory the call names ("" when unknown). It returns the analysis, which CEL sees as
-// call.commands.
-func (l *passportLimits) checkCommand(cache *analysisCache, src, cwd string) (*shell.Script, verdict) {
-	script, err := cache.analyze(src)
-	if err != nil {
-		return nil, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
-	}
-	return script, l.checkScript(script, src, cwd)
+// call.commands. Analyses, and the verdicts for cwd "", come from cache when it has them.
+func (l *passportLimits) checkCommand(cache *analysisCache, src, cwd string) (commandAnalysis, verdict) {
+	return cache.check(l, src, cwd)
 }
 
 // checkScript applies the limits to an analysed command (see checkCommand).

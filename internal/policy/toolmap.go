@@ -102,12 +102,17 @@ func isEditorCall(tool string, input map[string]any) bool {
 // a string, or an argv list joined with shell quoting (Codex's ["bash", "-lc", "…"]). bad names a
 // command field of another type.
 func commandTexts(input map[string]any) (cmds []string, bad string) {
-	for _, f := range CommandFields {
-		v, ok := input[f]
-		if !ok {
+	return appendCommandTexts(nil, input, presentFields(input))
+}
+
+// appendCommandTexts appends to cmds the commands of the CommandFields that present (presentFields
+// of input) says input carries, in CommandFields' order (see commandTexts).
+func appendCommandTexts(cmds []string, input map[string]any, present fieldKinds) ([]string, string) {
+	for i, f := range CommandFields {
+		if present&commandFieldAt(i) == 0 {
 			continue
 		}
-		switch t := v.(type) {
+		switch t := input[f].(type) {
 		case string:
 			cmds = append(cmds, t)
 		case []any:

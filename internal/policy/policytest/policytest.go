@@ -77,8 +77,19 @@ var celConditions = []string{
 	`has(input.env) && "AWS_SECRET_ACCESS_KEY" in input.env`,
 }
 
+// CELRulesDistinct is CELRules with every condition made distinct (a clause naming the rule), so
+// that a decision keeps no result of one rule for another: it evaluates all n expressions.
+func CELRulesDistinct(n int) []policy.Rule {
+	rules := CELRules(n)
+	for i := range rules {
+		rules[i].When = "(" + rules[i].When + `) && tool != "tool-` + strconv.Itoa(i) + `"`
+	}
+	return rules
+}
+
 // CELRules returns n rules on bash with CEL `when` conditions, none matching ToolRequest's input,
-// so a decision evaluates all n.
+// so a decision evaluates all n. The rules cycle through 10 conditions: a decision evaluates each
+// distinct one once (see CELRulesDistinct).
 func CELRules(n int) []policy.Rule {
 	rules := make([]policy.Rule, 0, n)
 	for i := range n {
