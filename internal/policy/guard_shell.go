@@ -396,15 +396,19 @@ func (s *pathSets) check(w shell.Word, cwd string, write bool) verdict {
 		return verdict{}
 	}
 	var c string
+	var buf [32]string
+	var parsed paths.Parsed
+	reuse := false // parsed is c's parse: the sets match it without parsing c again
 	if glob {
 		c = resolveGlob(value, cwd)
 	} else {
-		var err error
-		c, err = paths.Canonical(value)
+		pp, canon, err := paths.ParsePath(value, buf[:0])
 		if err != nil {
 			return denyWith(CodeInvalidContext, "a path argument cannot be analysed: %v", err)
 		}
-		c = resolve(c, cwd)
+		parsed = pp
+		c = resolve(canon, cwd)
+		reuse = c == canon
 		if strings.HasPrefix(c, "*") {
 			glob = true
 		}
@@ -419,6 +423,9 @@ func (s *pathSets) check(w shell.Word, cwd string, write bool) verdict {
 				mode = paths.GlobDynamic
 			}
 			return set.MatchGlobMode(c, mode)
+		}
+		if reuse {
+			return set.MatchParsed(&parsed)
 		}
 		return set.Match(c)
 	}
