@@ -39,7 +39,7 @@ func frozenCommandsValue(script *shell.Script) ref.Val {
 	for i := range script.Commands {
 		cv := commandVal{c: &script.Commands[i]}
 		for j, k := range commandFieldNames {
-			frozen[i].vals[j], _ = cv.convert(k)
+			frozen[i].vals[j] = cv.convert(k)
 		}
 		// The string lists as lists of CEL strings: reading an element then boxes nothing.
 		c := cv.c
@@ -184,44 +184,44 @@ func (v *commandVal) field(key string) (ref.Val, bool) {
 		return nil, false
 	}
 	if v.vals[i] == nil {
-		v.vals[i], _ = v.convert(key)
+		v.vals[i] = v.convert(key)
 	}
 	return v.vals[i], true
 }
 
-// convert returns the CEL value of one key.
-func (v *commandVal) convert(key string) (ref.Val, bool) {
+// convert returns the CEL value of one key of commandFieldNames.
+func (v *commandVal) convert(key string) ref.Val {
 	c := v.c
 	switch key {
 	case celKeyName:
-		return types.String(c.Name), true
+		return types.String(c.Name)
 	case "program":
-		return types.String(c.Program), true
+		return types.String(c.Program)
 	case "dynamic":
-		return types.Bool(c.Dynamic), true
+		return types.Bool(c.Dynamic)
 	case "args":
-		return wordList(c.Args), true
+		return wordList(c.Args)
 	case "flags":
-		return types.NewStringList(types.DefaultTypeAdapter, c.Flags), true
+		return types.NewStringList(types.DefaultTypeAdapter, c.Flags)
 	case "positionals":
-		return wordList(c.Positionals), true
+		return wordList(c.Positionals)
 	case "redirects":
 		redirects := make([]any, 0, len(c.Redirects))
 		for _, r := range c.Redirects {
 			redirects = append(redirects, map[string]any{"op": r.Op, "target": r.Target.Value, verbWrite: r.Write})
 		}
-		return types.DefaultTypeAdapter.NativeToValue(redirects), true
+		return types.DefaultTypeAdapter.NativeToValue(redirects)
 	case "wrappers":
-		return types.NewStringList(types.DefaultTypeAdapter, c.Wrappers), true
+		return types.NewStringList(types.DefaultTypeAdapter, c.Wrappers)
 	case "via":
-		return types.String(c.Via), true
+		return types.String(c.Via)
 	case "code":
 		if c.Code == shell.CodeNone {
-			return types.String(""), true
+			return types.String("")
 		}
-		return types.String(c.Code.String()), true
+		return types.String(c.Code.String())
 	}
-	return nil, false
+	return nil
 }
 
 func wordList(ws []shell.Word) ref.Val {
