@@ -36,3 +36,27 @@ func TestCommandFieldBits(t *testing.T) {
 		t.Fatalf("an argv list: %q", got)
 	}
 }
+
+// TestCommandTraits checks the one-lookup table against the tables it is built from.
+func TestCommandTraits(t *testing.T) {
+	names := map[string]bool{}
+	for _, m := range []map[string]bool{harmlessBuiltins, noFileArgs, grepLike, urlCommands} {
+		for n := range m {
+			names[n] = true
+		}
+	}
+	for n := range writeCommands {
+		names[n] = true
+	}
+	if len(commandTraits) != len(names) {
+		t.Fatalf("commandTraits has %d programs, the tables %d", len(commandTraits), len(names))
+	}
+	for n := range names {
+		got := commandTraits[n]
+		want := commandTrait{harmless: harmlessBuiltins[n], noFiles: noFileArgs[n], write: writeCommands[n],
+			grepLike: grepLike[n], url: urlCommands[n]}
+		if got != want {
+			t.Errorf("%s: %+v, want %+v", n, got, want)
+		}
+	}
+}

@@ -55,6 +55,38 @@ var grepLike = map[string]bool{"grep": true, "egrep": true, "fgrep": true, "rg":
 var urlCommands = map[string]bool{"curl": true, "wget": true, "http": true, "https": true, "xh": true, "aria2c": true,
 	"nc": true, "ncat": true, "netcat": true, "telnet": true, "socat": true}
 
+// commandTrait is what the command and path checks know of a program, from the tables above: one
+// lookup per command instead of one per table.
+type commandTrait struct {
+	harmless bool // harmlessBuiltins
+	noFiles  bool // noFileArgs
+	write    writeMode
+	grepLike bool
+	url      bool // urlCommands
+}
+
+// commandTraits is built once from the tables and never written afterwards.
+var commandTraits = func() map[string]commandTrait {
+	m := map[string]commandTrait{}
+	set := func(names map[string]bool, f func(*commandTrait)) {
+		for n := range names {
+			t := m[n]
+			f(&t)
+			m[n] = t
+		}
+	}
+	set(harmlessBuiltins, func(t *commandTrait) { t.harmless = true })
+	set(noFileArgs, func(t *commandTrait) { t.noFiles = true })
+	set(grepLike, func(t *commandTrait) { t.grepLike = true })
+	set(urlCommands, func(t *commandTrait) { t.url = true })
+	for n, w := range writeCommands {
+		t := m[n]
+		t.write = w
+		m[n] = t
+	}
+	return m
+}()
+
 // checkCommand analyses a shell command and applies the passport's limits to every command it
 // would run: blocked command patterns first (DESIGN.md), then allowed_commands, dynamic programs and
 // inline code, then paths (blocked path patterns, blocked_paths, the baseline) and URLs. cwd is the
@@ -81,10 +113,7 @@ func (l *passportLimits) checkScript(script *shell.Script, src, cwd string) verd
 	}
 	// A function may shadow a builtin (the fork bomb is a function named ":"), so a script that
 	// defines functions gets no free builtins.
-	builtins := harmlessBuiltins
-	if definesFunction(src) {
-		builtins = nil
-	}
+	freeBuiltins := !definesFunction(src)
 	for i := range script.Commands {
 		cmd := &script.Commands[i]
 		switch {
@@ -92,7 +121,7 @@ func (l *passportLimits) checkScript(script *shell.Script, src, cwd string) verd
 			if !c.allowDynamic {
 				return denyWith(CodeCommandNotAllowed, "a program name cannot be resolved statically (set %s to allow it)", LimitAllowDynamicCommands)
 			}
-		case c.restrict && !builtins[cmd.Name] && !isTestBracket(cmd):
+		case c.restrict && !(freeBuiltins && commandTraits[cmd.Name].harmless) && !isTestBracket(cmd):
 			if _, ok := c.allowed[cmd.Name]; !ok {
 				return denyWith(CodeCommandNotAllowed, "program %q is not in the passport's allowed_commands", clipName(cmd.Name))
 			}
@@ -178,8 +207,9 @@ func (sets *pathSets) checkScript(l *passportLimits, script *shell.Script, cwd s
 		if cmd.Dynamic && !isTestBracket(cmd) {
 			continue // denied earlier unless allowed; its words mean nothing statically
 		}
-		if sets.static || !noFileArgs[cmd.Name] && !isTestBracket(cmd) {
-			if v := l.checkArgs(cmd, sets, cwd); v.code != "" {
+		trait := commandTraits[cmd.Name]
+		if sets.static || !trait.noFiles && !isTestBracket(cmd) {
+			if v := l.checkArgs(cmd, trait, sets, cwd); v.code != "" {
 				return v
 			}
 		}
@@ -232,16 +262,16 @@ func nextDir(cwd string, cmd *shell.Command) string {
 }
 
 // checkArgs checks one command's path-like arguments and URLs.
-func (l *passportLimits) checkArgs(cmd *shell.Command, sets *pathSets, cwd string) verdict {
-	mode := writeCommands[cmd.Name]
+func (l *passportLimits) checkArgs(cmd *shell.Command, trait commandTrait, sets *pathSets, cwd string) verdict {
+	mode := trait.write
 	if mode == writeInPlace && !hasFlag(cmd, "i") && !hasFlag(cmd, "in-place") {
 		mode = writeNone
 	}
 	pos := cmd.Positionals
-	if grepLike[cmd.Name] && !hasFlag(cmd, "e") && !hasFlag(cmd, "f") && !hasFlag(cmd, "regexp") && len(pos) > 0 {
+	if trait.grepLike && !hasFlag(cmd, "e") && !hasFlag(cmd, "f") && !hasFlag(cmd, "regexp") && len(pos) > 0 {
 		pos = pos[1:]
 	}
-	if urlCommands[cmd.Name] && !sets.static {
+	if trait.url && !sets.static {
 		for _, w := range pos {
 			if v := l.checkURLWord(w, cmd.Name); v.code != "" {
 				return v
