@@ -114,6 +114,7 @@ func (l *passportLimits) checkScript(script *shell.Script, src, cwd string) verd
 	// A function may shadow a builtin (the fork bomb is a function named ":"), so a script that
 	// defines functions gets no free builtins.
 	freeBuiltins := !definesFunction(src)
+	free := func(name string) bool { return freeBuiltins && commandTraits[name].harmless }
 	for i := range script.Commands {
 		cmd := &script.Commands[i]
 		switch {
@@ -121,7 +122,7 @@ func (l *passportLimits) checkScript(script *shell.Script, src, cwd string) verd
 			if !c.allowDynamic {
 				return denyWith(CodeCommandNotAllowed, "a program name cannot be resolved statically (set %s to allow it)", LimitAllowDynamicCommands)
 			}
-		case c.restrict && !(freeBuiltins && commandTraits[cmd.Name].harmless) && !isTestBracket(cmd):
+		case c.restrict && !free(cmd.Name) && !isTestBracket(cmd):
 			if _, ok := c.allowed[cmd.Name]; !ok {
 				return denyWith(CodeCommandNotAllowed, "program %q is not in the passport's allowed_commands", clipName(cmd.Name))
 			}
