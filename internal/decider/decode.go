@@ -92,6 +92,13 @@ func decodeJSON(data []byte, v any, prefix string) error {
 		}
 		return is.requestError(prefix) // (never: both check the JSON grammar)
 	}
+	// A plain pre_tool_call request is decoded by hand (fastdecode.go), the rest by encoding/json.
+	if req, ok := v.(*policy.Request); ok {
+		if decodeRequestFast(trimmed, req) {
+			return nil
+		}
+		*req = policy.Request{}
+	}
 	// json.Unmarshal checks the whole input is one valid JSON value before decoding anything.
 	if err := json.Unmarshal(trimmed, v); err != nil {
 		return jsonError(err, prefix)
