@@ -68,6 +68,9 @@ type LogRecord struct {
 	// src is what the Server decided from; the log's goroutine derives the fields above from it
 	// (finish), so that the hot path only copies references.
 	src logSource
+	// recycle marks a record of the log's pool (DecisionLog.newRecord), which the log reuses once
+	// written or dropped.
+	recycle bool
 }
 
 // LogPolicyResult is what one DryRun or Warn policy decided or would have decided, as logged.
@@ -113,6 +116,25 @@ type DecisionLog struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	done      chan struct{}
+	// records recycles the records the Service fills (newRecord).
+	records sync.Pool
+}
+
+// newRecord returns a zero record from the log's pool; the log reuses it once written or dropped,
+// so the caller must not keep it after Log.
+func (l *DecisionLog) newRecord() *LogRecord {
+	if rec, ok := l.records.Get().(*LogRecord); ok {
+		return rec
+	}
+	return &LogRecord{recycle: true}
+}
+
+// release returns a pooled record to the pool, zeroed (its references let go).
+func (l *DecisionLog) release(rec *LogRecord) {
+	if rec.recycle {
+		*rec = LogRecord{recycle: true}
+		l.records.Put(rec)
+	}
 }
 
 // DefaultLogBuffer is the decision log's default buffer size in records.
@@ -164,12 +186,14 @@ func (l *DecisionLog) IncludesInput() bool { return l.withInput }
 func (l *DecisionLog) Log(rec *LogRecord) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
+		l.release(rec)
 		return
 	}
 	select {
 	case l.ch <- rec:
 	default:
 		l.dropped.Add(1)
+		l.release(rec)
 	}
 }
 
@@ -208,6 +232,7 @@ func (l *DecisionLog) run() {
 	var line []byte
 	dirty := false
 	write := func(rec *LogRecord) {
+		defer l.release(rec)
 		finish(rec, l.withInput)
 		var err error
 		line, err = appendLogRecord(line[:0], rec)
@@ -230,25 +255,46 @@ func (l *DecisionLog) run() {
 		}
 		dirty = false
 	}
+	// gather lets records queue for a moment after the queue is drained: a busy endpoint then wakes
+	// this goroutine once per batch of records instead of once per decision.
+	gather := time.NewTimer(time.Hour)
+	gather.Stop()
+	defer gather.Stop()
 	for {
 		select {
 		case rec := <-l.ch:
 			write(rec)
-		case <-tick.C:
-			if dirty {
-				flush()
-			}
-		case <-l.stop:
-			for {
+			for queued := true; queued; {
 				select {
 				case rec := <-l.ch:
 					write(rec)
 				default:
-					for _, s := range l.sinks {
-						s.Close()
-					}
-					return
+					queued = false
 				}
+			}
+			gather.Reset(gatherDelay)
+			select {
+			case <-gather.C:
+				continue
+			case <-l.stop:
+			}
+		case <-tick.C:
+			if dirty {
+				flush()
+			}
+			continue
+		case <-l.stop:
+		}
+		// Stopped: write what is queued and close the sinks (each flushes what it holds).
+		for {
+			select {
+			case rec := <-l.ch:
+				write(rec)
+			default:
+				for _, s := range l.sinks {
+					s.Close()
+				}
+				return
 			}
 		}
 	}
@@ -256,6 +302,11 @@ func (l *DecisionLog) run() {
 
 // flushInterval bounds how long a written record may sit in a sink's buffer.
 const flushInterval = 100 * time.Millisecond
+
+// gatherDelay is how long the log lets records queue after draining its queue: a small part of
+// flushInterval (the records wait in the sinks' buffers longer), and far less than a busy endpoint
+// takes to fill DefaultLogBuffer records.
+const gatherDelay = time.Millisecond
 
 // Close stops accepting records, writes the queued ones and closes the sinks (each flushes what it
 // holds, within its own bound). It is idempotent.

@@ -59,13 +59,23 @@ func fieldErr(code, field, format string, args ...any) *RequestError {
 // *RequestError naming the field.
 func DecodeRequest(data []byte) (policy.Request, error) {
 	var req policy.Request
-	if err := decodeJSON(data, &req, ""); err != nil {
-		return policy.Request{}, err
-	}
-	if err := ValidateRequest(&req, ""); err != nil {
+	if err := decodeRequest(data, &req); err != nil {
 		return policy.Request{}, err
 	}
 	return req, nil
+}
+
+// decodeRequest is DecodeRequest into req (which must be zero), which it leaves zero on error.
+func decodeRequest(data []byte, req *policy.Request) error {
+	if err := decodeJSON(data, req, ""); err != nil {
+		*req = policy.Request{}
+		return err
+	}
+	if err := ValidateRequest(req, ""); err != nil {
+		*req = policy.Request{}
+		return err
+	}
+	return nil
 }
 
 // decodeJSON decodes exactly one JSON object into v, translating errors into *RequestError with
