@@ -92,6 +92,8 @@ type Server struct {
 	patterns        []string
 	// fallback answers the paths mux would redirect, and metricsFallback those of metricsMux.
 	fallback, metricsFallback http.Handler
+	// decide is mux's handler of POST /v1/decide.
+	decide http.Handler
 }
 
 // NewServer returns a Server answering from store's snapshots through a Service of its own (see
