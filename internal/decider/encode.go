@@ -26,6 +26,13 @@ func appendString(b []byte, s string) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		// Skip 8 bytes at a time while none needs a look (most strings need none).
+		for i+8 <= len(s) && !needsEscape8(load8(s[i:i+8])) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
@@ -72,6 +79,23 @@ func appendString(b []byte, s string) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// needsEscape8 reports whether any byte of x (8 bytes of a string) is one appendString must look
+// at: a control character, '"', '\\', '<', '>', '&' or a byte of a multi-byte character.
+func needsEscape8(x uint64) bool {
+	eq := func(c byte) uint64 { // high bit set in each byte of x equal to c (exact where it matters: any)
+		y := x ^ (lsb * uint64(c))
+		return (y - lsb) &^ y
+	}
+	return ((x-lsb*0x20)&^x|eq('"')|eq('\\')|eq('<')|eq('>')|eq('&')|x)&msb != 0
+}
+
+// load8 returns the 8 bytes of s as a little-endian word (one load).
+func load8(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 func appendTime(b []byte, t time.Time) []byte {

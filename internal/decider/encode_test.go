@@ -9,7 +9,10 @@ import (
 	"github.com/tollgate-dev/tollgate/internal/policy"
 )
 
-var oddStrings = []string{"", "plain", `q"uote\back`, "<html>&amp;", "tab\tnl\nret\r\x00\x1f\x7f", "é ü 日本", "\u2028\u2029", "bad\xffutf8\xc3", "\b\f"}
+var oddStrings = []string{"", "plain", `q"uote\back`, "<html>&amp;", "tab\tnl\nret\r\x00\x1f\x7f", "é ü 日本", "\u2028\u2029", "bad\xffutf8\xc3", "\b\f",
+	// Longer than the 8 bytes appendString skips at a time, with a byte to escape at each offset.
+	"sha256:4064c0c148c0c798b506ee076967b9eb09731845629cb0b39e25f7b6c94964ed", "01234567<", "0123456789abcde>", "abcdefgh\"ijklmnop",
+	"1234567&89", "12345678é12345678", "1234567\x7f89abcdef\x1f", "aaaaaaaaaaaaaaaa\u2028bbbbbbbb", "aaaaaaa\xff", "\\aaaaaaaaaaaaaaaa"}
 
 func TestEncodeMatchesEncodingJSON(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 6789, time.FixedZone("X", 3600))
