@@ -255,46 +255,25 @@ func (l *DecisionLog) run() {
 		}
 		dirty = false
 	}
-	// gather lets records queue for a moment after the queue is drained: a busy endpoint then wakes
-	// this goroutine once per batch of records instead of once per decision.
-	gather := time.NewTimer(time.Hour)
-	gather.Stop()
-	defer gather.Stop()
 	for {
 		select {
 		case rec := <-l.ch:
 			write(rec)
-			for queued := true; queued; {
-				select {
-				case rec := <-l.ch:
-					write(rec)
-				default:
-					queued = false
-				}
-			}
-			gather.Reset(gatherDelay)
-			select {
-			case <-gather.C:
-				continue
-			case <-l.stop:
-			}
 		case <-tick.C:
 			if dirty {
 				flush()
 			}
-			continue
 		case <-l.stop:
-		}
-		// Stopped: write what is queued and close the sinks (each flushes what it holds).
-		for {
-			select {
-			case rec := <-l.ch:
-				write(rec)
-			default:
-				for _, s := range l.sinks {
-					s.Close()
+			for {
+				select {
+				case rec := <-l.ch:
+					write(rec)
+				default:
+					for _, s := range l.sinks {
+						s.Close()
+					}
+					return
 				}
-				return
 			}
 		}
 	}
@@ -302,11 +281,6 @@ func (l *DecisionLog) run() {
 
 // flushInterval bounds how long a written record may sit in a sink's buffer.
 const flushInterval = 100 * time.Millisecond
-
-// gatherDelay is how long the log lets records queue after draining its queue: a small part of
-// flushInterval (the records wait in the sinks' buffers longer), and far less than a busy endpoint
-// takes to fill DefaultLogBuffer records.
-const gatherDelay = time.Millisecond
 
 // Close stops accepting records, writes the queued ones and closes the sinks (each flushes what it
 // holds, within its own bound). It is idempotent.
