@@ -68,6 +68,9 @@ type LogRecord struct {
 	// src is what the Server decided from; the log's goroutine derives the fields above from it
 	// (finish), so that the hot path only copies references.
 	src logSource
+	// recycle marks a record of the log's pool (DecisionLog.newRecord), which the log reuses once
+	// written or dropped.
+	recycle bool
 }
 
 // LogPolicyResult is what one DryRun or Warn policy decided or would have decided, as logged.
@@ -113,6 +116,25 @@ type DecisionLog struct {
 	closeOnce sync.Once
 	stop      chan struct{}
 	done      chan struct{}
+	// records recycles the records the Service fills (newRecord).
+	records sync.Pool
+}
+
+// newRecord returns a zero record from the log's pool; the log reuses it once written or dropped,
+// so the caller must not keep it after Log.
+func (l *DecisionLog) newRecord() *LogRecord {
+	if rec, ok := l.records.Get().(*LogRecord); ok {
+		return rec
+	}
+	return &LogRecord{recycle: true}
+}
+
+// release returns a pooled record to the pool, zeroed (its references let go).
+func (l *DecisionLog) release(rec *LogRecord) {
+	if rec.recycle {
+		*rec = LogRecord{recycle: true}
+		l.records.Put(rec)
+	}
 }
 
 // DefaultLogBuffer is the decision log's default buffer size in records.
@@ -164,12 +186,14 @@ func (l *DecisionLog) IncludesInput() bool { return l.withInput }
 func (l *DecisionLog) Log(rec *LogRecord) {
 	if l.closed.Load() {
 		l.dropped.Add(1)
+		l.release(rec)
 		return
 	}
 	select {
 	case l.ch <- rec:
 	default:
 		l.dropped.Add(1)
+		l.release(rec)
 	}
 }
 
@@ -208,6 +232,7 @@ func (l *DecisionLog) run() {
 	var line []byte
 	dirty := false
 	write := func(rec *LogRecord) {
+		defer l.release(rec)
 		finish(rec, l.withInput)
 		var err error
 		line, err = appendLogRecord(line[:0], rec)

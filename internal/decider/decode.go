@@ -59,13 +59,23 @@ func fieldErr(code, field, format string, args ...any) *RequestError {
 // *RequestError naming the field.
 func DecodeRequest(data []byte) (policy.Request, error) {
 	var req policy.Request
-	if err := decodeJSON(data, &req, ""); err != nil {
-		return policy.Request{}, err
-	}
-	if err := ValidateRequest(&req, ""); err != nil {
+	if err := decodeRequest(data, &req); err != nil {
 		return policy.Request{}, err
 	}
 	return req, nil
+}
+
+// decodeRequest is DecodeRequest into req (which must be zero), which it leaves zero on error.
+func decodeRequest(data []byte, req *policy.Request) error {
+	if err := decodeJSON(data, req, ""); err != nil {
+		*req = policy.Request{}
+		return err
+	}
+	if err := ValidateRequest(req, ""); err != nil {
+		*req = policy.Request{}
+		return err
+	}
+	return nil
 }
 
 // decodeJSON decodes exactly one JSON object into v, translating errors into *RequestError with
@@ -91,6 +101,13 @@ func decodeJSON(data []byte, v any, prefix string) error {
 			return jsonError(err, prefix)
 		}
 		return is.requestError(prefix) // (never: both check the JSON grammar)
+	}
+	// A plain pre_tool_call request is decoded by hand (fastdecode.go), the rest by encoding/json.
+	if req, ok := v.(*policy.Request); ok {
+		if decodeRequestFast(trimmed, req) {
+			return nil
+		}
+		*req = policy.Request{}
 	}
 	// json.Unmarshal checks the whole input is one valid JSON value before decoding anything.
 	if err := json.Unmarshal(trimmed, v); err != nil {

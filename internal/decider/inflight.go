@@ -52,32 +52,36 @@ func requestWeight(r *http.Request, maxBody int64) int64 {
 	return max(w, minRequestWeight)
 }
 
-// acquire waits up to f.wait for room for r; release gives it back.
-func (f *inFlight) acquire(r *http.Request, maxBody int64) (release func(), ok bool) {
+// acquire waits up to f.wait for room for r and returns the weight it took, which f.release gives
+// back.
+func (f *inFlight) acquire(r *http.Request, maxBody int64) (weight int64, ok bool) {
 	w := min(requestWeight(r, maxBody), f.max)
 	if f.sem.TryAcquire(w) {
-		return func() { f.sem.Release(w) }, true
+		return w, true
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), f.wait)
 	defer cancel()
 	if err := f.sem.Acquire(ctx, w); err != nil {
-		return nil, false
+		return 0, false
 	}
-	return func() { f.sem.Release(w) }, true
+	return w, true
 }
+
+// release gives back the weight acquire took.
+func (f *inFlight) release(weight int64) { f.sem.Release(weight) }
 
 // throttle is the in-flight bound: it runs next when there is room for r's body, else answers 429
 // with Retry-After.
 func (s *Server) throttle(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		release, ok := s.inflight.acquire(r, s.opts.MaxBodyBytes)
+		weight, ok := s.inflight.acquire(r, s.opts.MaxBodyBytes)
 		if !ok {
 			w.Header().Set("Retry-After", "1")
 			writeError(w, http.StatusTooManyRequests, &RequestError{Code: ErrCodeOverloaded,
 				Message: "too many requests in flight: retry after a second"})
 			return
 		}
-		defer release()
+		defer s.inflight.release(weight)
 		next.ServeHTTP(w, r)
 	})
 }

@@ -142,3 +142,46 @@ func TestTransportClosesAfterTooLargeBody(t *testing.T) {
 		t.Errorf("the connection stays open after a body over the limit")
 	}
 }
+
+// TestDecideRouteShortcut checks that ServeHTTP's shortcut for POST /v1/decide takes exactly the
+// requests the route table gives the decide handler, and sets the pattern the table would.
+func TestDecideRouteShortcut(t *testing.T) {
+	store := NewStore()
+	if err := store.Load(samplesBundle(t, "team-a")); err != nil {
+		t.Fatal(err)
+	}
+	srv := NewServer(store, Options{Logger: quietLogger()})
+	defer srv.Close()
+	for _, tc := range []struct {
+		method, target string
+		shortcut       bool
+	}{
+		{"POST", "/v1/decide", true},
+		{"POST", "http://example.com/v1/decide", true},
+		{"GET", "/v1/decide", false},
+		{"post", "/v1/decide", false},
+		{"POST", "/v1/decide/", false},
+		{"POST", "/v1//decide", false},
+		{"POST", "/v1/%64ecide", false},
+		{"POST", "/v1/decide:batch", false},
+		{"POST", "/V1/decide", false},
+	} {
+		r := httptest.NewRequest(tc.method, tc.target, strings.NewReader(`{"passport":"team-a/coding-agent","tool_name":"ls"}`))
+		taken := isDecideRoute(r)
+		if taken != tc.shortcut {
+			t.Errorf("%s %s: shortcut %v, want %v", tc.method, tc.target, taken, tc.shortcut)
+		}
+		if !taken {
+			continue
+		}
+		// The route table gives these requests the same pattern, hence the same handler.
+		if _, pattern := srv.mux.Handler(r); pattern != decidePattern {
+			t.Errorf("%s %s: the route table's pattern is %q, want %q", tc.method, tc.target, pattern, decidePattern)
+		}
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, r)
+		if rec.Code != http.StatusOK || r.Pattern != decidePattern {
+			t.Errorf("%s %s: %d %s, pattern %q", tc.method, tc.target, rec.Code, rec.Body, r.Pattern)
+		}
+	}
+}

@@ -92,6 +92,8 @@ type Server struct {
 	patterns        []string
 	// fallback answers the paths mux would redirect, and metricsFallback those of metricsMux.
 	fallback, metricsFallback http.Handler
+	// decide is mux's handler of POST /v1/decide.
+	decide http.Handler
 }
 
 // NewServer returns a Server answering from store's snapshots through a Service of its own (see
@@ -182,12 +184,12 @@ func (s *Server) putBuf(b *[]byte) {
 
 // handleDecide answers POST /v1/decide.
 func (s *Server) handleDecide(w http.ResponseWriter, r *http.Request, caller *Caller, body []byte) {
-	req, err := DecodeRequest(body)
-	if err != nil {
+	req := new(policy.Request)
+	if err := decodeRequest(body, req); err != nil {
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return
 	}
-	d, err := s.svc.Decide(s.remoteParent(r), &req, caller)
+	d, err := s.svc.Decide(s.remoteParent(r), req, caller)
 	if err != nil {
 		writeError(w, http.StatusBadRequest, asRequestError(err))
 		return

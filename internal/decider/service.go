@@ -236,13 +236,15 @@ func (s *Service) record(ctx context.Context, d *policy.Decision, req *policy.Re
 	if l == nil {
 		return
 	}
-	rec := &LogRecord{
+	rec := l.newRecord()
+	*rec = LogRecord{
 		DecisionID: d.DecisionID, Time: d.CreatedAt, Passport: req.Passport, AgentID: req.AgentID,
 		Hook: req.Hook, Tool: req.ToolName, ThreadID: req.ThreadID, CallID: req.CallID,
 		Outcome: d.Decision, Reasons: d.Reasons, PolicyID: d.PolicyID, BundleRevision: d.BundleRevision,
 		LatencyMS: float64(elapsed.Nanoseconds()) / 1e6,
 		src: logSource{input: req.ToolInput, modified: d.ModifiedInput, snap: snap,
 			span: trace.SpanContextFromContext(ctx)},
+		recycle: rec.recycle,
 	}
 	if rec.Hook == "" {
 		rec.Hook = policy.HookPreToolCall

@@ -724,9 +724,15 @@ func skipNumber(data []byte, i int) (int, bool) {
 }
 
 // unescape appends the string data[start:end] (between its quotes, already checked) as
-// encoding/json decodes it: escapes resolved, invalid UTF-8 and lone surrogates as U+FFFD.
+// encoding/json decodes it (appendUnescaped).
 func (c *strictChecker) unescape(out []byte, start, end int) []byte {
-	s := c.data[start:end]
+	return appendUnescaped(out, c.data[start:end])
+}
+
+// appendUnescaped appends s, the bytes between a JSON string's quotes (its escapes already
+// checked), as encoding/json decodes it: escapes resolved, invalid UTF-8 and lone surrogates as
+// U+FFFD.
+func appendUnescaped(out, s []byte) []byte {
 	for r := 0; r < len(s); {
 		ch := s[r]
 		switch {
