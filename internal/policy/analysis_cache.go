@@ -72,60 +72,53 @@ func newAnalysisCache() *analysisCache {
 	return &analysisCache{byCmd: make(map[string]*cachedAnalysis, analysisCacheEntries)}
 }
 
-// analyze returns the analysis of src, from the cache when src was analysed recently.
-func (c *analysisCache) analyze(src string) (*shell.Script, error) {
-	if c == nil || len(src) > analysisCacheMaxSource {
-		return shell.Analyze(src, shellLimits)
-	}
-	c.mu.Lock()
-	e, ok := c.byCmd[src]
-	c.mu.Unlock()
-	if ok {
-		return e.script, nil
-	}
-	s, err := shell.Analyze(src, shellLimits)
-	if err != nil || !cacheable(s) {
-		return s, err
-	}
-	c.insert(src, s)
-	return s, nil
-}
-
 // check analyses src (or finds its analysis) and applies l's command limits to it, with the
 // working directory cwd ("" when unknown). A verdict for cwd "" is kept with the analysis.
 func (c *analysisCache) check(l *passportLimits, src, cwd string) (commandAnalysis, verdict) {
-	if c != nil && cwd == "" && len(src) <= analysisCacheMaxSource {
-		c.mu.Lock()
-		if e, ok := c.byCmd[src]; ok {
-			for i := range e.memo {
-				if e.memo[i].limits == l {
-					v := e.memo[i].v
-					c.mu.Unlock()
-					return commandAnalysis{script: e.script, cached: e}, v
-				}
+	if c == nil || len(src) > analysisCacheMaxSource {
+		script, err := shell.Analyze(src, shellLimits)
+		if err != nil {
+			return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
+		}
+		return commandAnalysis{script: script}, l.checkScript(script, src, cwd)
+	}
+	c.mu.Lock()
+	e := c.byCmd[src]
+	if e != nil && cwd == "" {
+		for i := range e.memo {
+			if e.memo[i].limits == l {
+				v := e.memo[i].v
+				c.mu.Unlock()
+				return commandAnalysis{script: e.script, cached: e}, v
 			}
 		}
-		c.mu.Unlock()
 	}
-	script, err := c.analyze(src)
+	c.mu.Unlock()
+	if e != nil {
+		v := l.checkScript(e.script, src, cwd)
+		if cwd == "" {
+			c.remember(e, l, v)
+		}
+		return commandAnalysis{script: e.script, cached: e}, v
+	}
+	script, err := shell.Analyze(src, shellLimits)
 	if err != nil {
 		return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
 	}
 	v := l.checkScript(script, src, cwd)
-	if c != nil && cwd == "" {
-		c.remember(src, script, l, v)
+	if cacheable(script) {
+		e = c.insert(src, script)
+		if cwd == "" {
+			c.remember(e, l, v)
+		}
 	}
 	return commandAnalysis{script: script}, v
 }
 
-// remember keeps l's verdict on the cached analysis of src (when it is still the cached one).
-func (c *analysisCache) remember(src string, script *shell.Script, l *passportLimits, v verdict) {
+// remember keeps l's verdict on the entry e.
+func (c *analysisCache) remember(e *cachedAnalysis, l *passportLimits, v verdict) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.byCmd[src]
-	if !ok || e.script != script {
-		return
-	}
 	for i := range e.memo {
 		if e.memo[i].limits == l {
 			return
@@ -135,12 +128,13 @@ func (c *analysisCache) remember(src string, script *shell.Script, l *passportLi
 	e.next = (e.next + 1) % verdictMemoSlots
 }
 
-// insert keeps the analysis s of src, evicting the oldest entry when the cache is full.
-func (c *analysisCache) insert(src string, s *shell.Script) {
+// insert keeps the analysis s of src, evicting the oldest entry when the cache is full, and
+// returns the entry (another caller's, when it inserted src first).
+func (c *analysisCache) insert(src string, s *shell.Script) *cachedAnalysis {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.byCmd[src]; ok {
-		return
+	if e, ok := c.byCmd[src]; ok {
+		return e
 	}
 	if len(c.order) < analysisCacheEntries {
 		c.order = append(c.order, src)
@@ -149,7 +143,9 @@ func (c *analysisCache) insert(src string, s *shell.Script) {
 		c.order[c.next] = src
 		c.next = (c.next + 1) % analysisCacheEntries
 	}
-	c.byCmd[src] = &cachedAnalysis{script: s}
+	e := &cachedAnalysis{script: s}
+	c.byCmd[src] = e
+	return e
 }
 
 // cacheable reports whether an analysis is small enough to keep (a short command can still expand

@@ -2,33 +2,44 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tollgate-dev/tollgate/internal/policy/shell"
 )
 
 func TestAnalysisCache(t *testing.T) {
 	c := newAnalysisCache()
-	a, err := c.analyze("git status")
+	var limits passportLimits // no limits: every command that parses passes
+	analyze := func(src string) (*shell.Script, error) {
+		a, v := limits.checkCommand(c, src, "")
+		if v.code != "" {
+			return nil, errors.New(v.msg)
+		}
+		return a.script, nil
+	}
+	a, err := analyze("git status")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.analyze("git status")
+	b, err := analyze("git status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a != b {
 		t.Fatal("a repeated command was analysed again")
 	}
-	if _, err := c.analyze("echo 'unterminated"); err == nil {
+	if _, err := analyze("echo 'unterminated"); err == nil {
 		t.Fatal("a command that does not parse was analysed")
 	}
 	if _, ok := c.byCmd["echo 'unterminated"]; ok {
 		t.Fatal("a failed analysis was kept")
 	}
 	long := "echo " + strings.Repeat("x", analysisCacheMaxSource)
-	if _, err := c.analyze(long); err != nil {
+	if _, err := analyze(long); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.byCmd[long]; ok {
@@ -36,7 +47,7 @@ func TestAnalysisCache(t *testing.T) {
 	}
 	// A short command whose analysis is large (brace expansion) is analysed but not kept.
 	wide := "echo {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}"
-	s, err := c.analyze(wide)
+	s, err := analyze(wide)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +59,7 @@ func TestAnalysisCache(t *testing.T) {
 	}
 	// The cache holds at most analysisCacheEntries commands, evicting the oldest.
 	for i := range analysisCacheEntries + 10 {
-		if _, err := c.analyze(fmt.Sprintf("ls dir%d", i)); err != nil {
+		if _, err := analyze(fmt.Sprintf("ls dir%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
