@@ -276,6 +276,16 @@ func appendMetadata(b []byte, m *policy.Metadata) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// appendResultHead opens a policy result object with its policy_id, decision and reason.
+func appendResultHead(b []byte, policyID, decision string, reason policy.Reason) []byte {
+	b = append(b, `{"policy_id":`...)
+	b = appendString(b, policyID)
+	b = append(b, `,"decision":`...)
+	b = appendString(b, decision)
+	b = append(b, `,"reason":`...)
+	return appendReason(b, reason)
+}
+
 func appendPolicyResults(b []byte, rs []policy.PolicyResult) ([]byte, error) {
 	var err error
 	b = append(b, '[')
@@ -284,12 +294,7 @@ func appendPolicyResults(b []byte, rs []policy.PolicyResult) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"policy_id":`...)
-		b = appendString(b, r.PolicyID)
-		b = append(b, `,"decision":`...)
-		b = appendString(b, r.Decision)
-		b = append(b, `,"reason":`...)
-		b = appendReason(b, r.Reason)
+		b = appendResultHead(b, r.PolicyID, r.Decision, r.Reason)
 		if len(r.ModifiedInput) > 0 {
 			b = append(b, `,"modified_input":`...)
 			if b, err = appendMap(b, r.ModifiedInput, 0); err != nil {
@@ -309,12 +314,7 @@ func appendLogPolicyResults(b []byte, rs []LogPolicyResult) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"policy_id":`...)
-		b = appendString(b, r.PolicyID)
-		b = append(b, `,"decision":`...)
-		b = appendString(b, r.Decision)
-		b = append(b, `,"reason":`...)
-		b = appendReason(b, r.Reason)
+		b = appendResultHead(b, r.PolicyID, r.Decision, r.Reason)
 		if len(r.ChangedFields) > 0 {
 			b = append(b, `,"changed_fields":`...)
 			b = appendStrings(b, r.ChangedFields)
