@@ -203,9 +203,7 @@ var _ = Describe("ClusterGuardrailPolicy", func() {
 		Eventually(func(g Gomega) int64 { return getClusterPolicy(name)(g).Status.EnforcedGeneration }, timeout).Should(Equal(int64(1)))
 
 		By("storing a generation whose CEL does not compile (the webhook is not in this suite)")
-		bad := getClusterPolicy(name)(Default)
-		bad.Spec.Rules[0].When = "input.command.startsWith("
-		Expect(k8sClient.Update(ctx, bad)).To(Succeed())
+		update(getClusterPolicy(name), func(p *v1.ClusterGuardrailPolicy) { p.Spec.Rules[0].When = "input.command.startsWith(" })
 		Eventually(func(g Gomega) {
 			p := getClusterPolicy(name)(g)
 			g.Expect(p.Status.ObservedGeneration).To(Equal(int64(2)))
@@ -227,9 +225,7 @@ var _ = Describe("ClusterGuardrailPolicy", func() {
 		Expect(holdsClusterPolicy(ns, name, 1)(Default)).To(BeTrue())
 
 		By("enforcing the fixed generation")
-		fixed := getClusterPolicy(name)(Default)
-		fixed.Spec.Rules[0].When = `input.command.startsWith("rm ")`
-		Expect(k8sClient.Update(ctx, fixed)).To(Succeed())
+		update(getClusterPolicy(name), func(p *v1.ClusterGuardrailPolicy) { p.Spec.Rules[0].When = `input.command.startsWith("rm ")` })
 		Eventually(holdsClusterPolicy(ns, name, 3), timeout).Should(BeTrue())
 		Eventually(func(g Gomega) {
 			p := getClusterPolicy(name)(g)

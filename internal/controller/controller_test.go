@@ -13,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/tollgate-dev/tollgate/api/v1alpha1"
@@ -124,12 +125,23 @@ func kstatusOf(obj client.Object) kstatus.Status {
 
 const timeout = 20 * time.Second
 
+// update reads an object with get, changes it and updates it, again from a fresh read when a
+// controller's status write got in between (a conflict). It returns what the update stored.
+func update[T client.Object](get func(Gomega) T, change func(T)) T {
+	GinkgoHelper()
+	var obj T
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		obj = get(Default)
+		change(obj)
+		return k8sClient.Update(ctx, obj)
+	})).To(Succeed())
+	return obj
+}
+
 // setPassportStatus sets the passport's spec.status and waits until the stored bundle holds it.
 func setPassportStatus(ns, name string, status v1.PassportStatusValue) {
 	GinkgoHelper()
-	p := getPassport(ns, name)(Default)
-	p.Spec.Status = status
-	Expect(k8sClient.Update(ctx, p)).To(Succeed())
+	update(getPassport(ns, name), func(p *v1.AgentPassport) { p.Spec.Status = status })
 	Eventually(func(g Gomega) string {
 		bp, _ := bundlePassport(storedBundle(g, ns), name)
 		return bp.Spec.Status
@@ -174,9 +186,7 @@ var _ = Describe("AgentPassport reconciler", func() {
 		for i, step := range steps {
 			gen := int64(i + 2)
 			By(fmt.Sprintf("spec.status %s gives phase %s", step.status, step.phase))
-			cur := getPassport(ns, "agent")(Default)
-			cur.Spec.Status = step.status
-			Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+			update(getPassport(ns, "agent"), func(p *v1.AgentPassport) { p.Spec.Status = step.status })
 			readyStatus, readyReason, suspStatus := metav1.ConditionTrue, step.reason, metav1.ConditionTrue
 			if step.phase == v1.PhaseActive {
 				readyStatus, readyReason, suspStatus = metav1.ConditionTrue, v1.ReasonReconciled, metav1.ConditionFalse
@@ -297,9 +307,7 @@ var _ = Describe("GuardrailPolicy reconciler", func() {
 		Expect(kstatusOf(getPolicy(ns, "shell")(Default))).To(Equal(kstatus.CurrentStatus))
 
 		By("a new generation is InProgress until reconciled")
-		cur := getPolicy(ns, "shell")(Default)
-		cur.Spec.Rules[1].Message = "git is fine"
-		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		cur := update(getPolicy(ns, "shell"), func(p *v1.GuardrailPolicy) { p.Spec.Rules[1].Message = "git is fine" })
 		Expect(cur.Generation).To(Equal(int64(2)))
 		Expect(kstatusOf(cur)).To(Equal(kstatus.InProgressStatus), "the API server's answer to the update predates any reconcile")
 		Eventually(getPolicy(ns, "shell"), timeout).Should(And(
@@ -309,10 +317,10 @@ var _ = Describe("GuardrailPolicy reconciler", func() {
 		))
 
 		By("a generation that does not compile is Valid=False naming every error; generation 2 stays enforced")
-		cur = getPolicy(ns, "shell")(Default)
-		cur.Spec.Rules[0].When = `inptu.command == "rm"`
-		cur.Spec.RateLimits = []v1.RateLimit{{Name: "slow", Limit: 1, Window: metav1.Duration{Duration: -time.Minute}}}
-		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		update(getPolicy(ns, "shell"), func(p *v1.GuardrailPolicy) {
+			p.Spec.Rules[0].When = `inptu.command == "rm"`
+			p.Spec.RateLimits = []v1.RateLimit{{Name: "slow", Limit: 1, Window: metav1.Duration{Duration: -time.Minute}}}
+		})
 		Eventually(getPolicy(ns, "shell"), timeout).Should(And(
 			HaveField("Status.ObservedGeneration", int64(3)),
 			HaveField("Status.EnforcedGeneration", int64(2)),
@@ -341,10 +349,10 @@ var _ = Describe("GuardrailPolicy reconciler", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("fixing the policy makes it Valid and enforced again")
-		cur = getPolicy(ns, "shell")(Default)
-		cur.Spec.Rules[0].When = `has(input.command) && input.command.startsWith("rm ")`
-		cur.Spec.RateLimits = nil
-		Expect(k8sClient.Update(ctx, cur)).To(Succeed())
+		update(getPolicy(ns, "shell"), func(p *v1.GuardrailPolicy) {
+			p.Spec.Rules[0].When = `has(input.command) && input.command.startsWith("rm ")`
+			p.Spec.RateLimits = nil
+		})
 		Eventually(getPolicy(ns, "shell"), timeout).Should(And(
 			HaveField("Status.EnforcedGeneration", int64(4)),
 			WithTransform(func(p *v1.GuardrailPolicy) metav1.Condition { return cond(p.Status.Conditions, v1.ConditionValid) },
@@ -359,9 +367,7 @@ var _ = Describe("GuardrailPolicy reconciler", func() {
 		Eventually(eventReasons(ns, "shell"), timeout).Should(ContainElements(v1.ReasonCompiled, v1.ReasonCompileError))
 
 		By("relabelling a passport updates selectedPassports")
-		o := getPassport(ns, "other-team")(Default)
-		o.Labels["team"] = "core"
-		Expect(k8sClient.Update(ctx, o)).To(Succeed())
+		update(getPassport(ns, "other-team"), func(p *v1.AgentPassport) { p.Labels["team"] = "core" })
 		Eventually(getPolicy(ns, "shell"), timeout).Should(HaveField("Status.SelectedPassports", int32(3)))
 	})
 
