@@ -128,7 +128,7 @@ func benchEngine(ctx context.Context, cfg config) ([]report.Row, []string, error
 	if err != nil {
 		return nil, nil, err
 	}
-	rows = append(rows, shellRow)
+	rows = append(rows, shellRow, benchCalibration(cfg))
 
 	compileRows, err := benchCompile(ctx, cfg)
 	if err != nil {
@@ -212,6 +212,36 @@ func benchShellAnalysis(ctx context.Context, cfg config) (report.Row, error) {
 	row := report.Row{ID: "engine.shell.analyze_200", Name: "1e. Shell analysis: a 200-character command", Unit: report.UnitNanos,
 		Summary: stats.Summarize(ns), Over: fmt.Sprintf("%d runs", len(ns)), Note: fmt.Sprintf("%d allocs/op", allocs)}
 	return row.WithTarget(report.Target{Op: report.AtMost, Value: targetShellAnalysisNs}), nil
+}
+
+// benchCalibration times a fixed CPU-bound loop (200 bytes, no memory traffic, no allocation),
+// cfg.runs times: the speed of the core the engine rows ran on, to compare runs across machines or
+// across the load of a shared one (about 70 ns on an idle modern core).
+func benchCalibration(cfg config) report.Row {
+	var buf [200]byte
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	var ns []float64
+	sink := 0
+	for range cfg.runs {
+		r := testing.Benchmark(func(b *testing.B) {
+			for b.Loop() {
+				for _, c := range buf {
+					if c == ' ' {
+						sink++
+					}
+					sink += int(c >> 3)
+				}
+			}
+		})
+		if r.N > 0 {
+			ns = append(ns, float64(r.T.Nanoseconds())/float64(r.N))
+		}
+	}
+	runtime.KeepAlive(sink)
+	return report.Row{ID: "engine.calibration", Name: "1. Calibration: a fixed 200-byte loop (the core's speed)", Unit: report.UnitNanos,
+		Summary: stats.Summarize(ns), Over: fmt.Sprintf("%d runs", len(ns))}
 }
 
 // benchCompile measures the time and heap of compiling the large bundle, cfg.runs times.
