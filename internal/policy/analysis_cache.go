@@ -75,77 +75,73 @@ func newAnalysisCache() *analysisCache {
 // check analyses src (or finds its analysis) and applies l's command limits to it, with the
 // working directory cwd ("" when unknown). A verdict for cwd "" is kept with the analysis.
 func (c *analysisCache) check(l *passportLimits, src, cwd string) (commandAnalysis, verdict) {
-	if c == nil || len(src) > analysisCacheMaxSource {
-		script, err := shell.Analyze(src, shellLimits)
-		if err != nil {
-			return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
-		}
-		return commandAnalysis{script: script}, l.checkScript(script, src, cwd)
-	}
-	c.mu.Lock()
-	e := c.byCmd[src]
-	if e != nil && cwd == "" {
-		for i := range e.memo {
-			if e.memo[i].limits == l {
-				v := e.memo[i].v
+	use := c != nil && len(src) <= analysisCacheMaxSource
+	var e *cachedAnalysis
+	if use {
+		c.mu.Lock()
+		e = c.byCmd[src]
+		if e != nil && cwd == "" {
+			if v, ok := e.verdictOf(l); ok {
 				c.mu.Unlock()
 				return commandAnalysis{script: e.script, cached: e}, v
 			}
 		}
+		c.mu.Unlock()
 	}
-	c.mu.Unlock()
+	a := commandAnalysis{cached: e}
 	if e != nil {
-		v := l.checkScript(e.script, src, cwd)
-		if cwd == "" {
-			c.remember(e, l, v)
+		a.script = e.script
+	} else {
+		script, err := shell.Analyze(src, shellLimits)
+		if err != nil {
+			return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
 		}
-		return commandAnalysis{script: e.script, cached: e}, v
+		a.script = script
 	}
-	script, err := shell.Analyze(src, shellLimits)
-	if err != nil {
-		return commandAnalysis{}, denyWith(CodeInvalidContext, "the command cannot be analysed: %v", err)
+	v := l.checkScript(a.script, src, cwd)
+	if use && (e != nil || cacheable(a.script)) {
+		c.keep(src, a.script, e, l, v, cwd == "")
 	}
-	v := l.checkScript(script, src, cwd)
-	if cacheable(script) {
-		e = c.insert(src, script)
-		if cwd == "" {
-			c.remember(e, l, v)
-		}
-	}
-	return commandAnalysis{script: script}, v
+	return a, v
 }
 
-// remember keeps l's verdict on the entry e.
-func (c *analysisCache) remember(e *cachedAnalysis, l *passportLimits, v verdict) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// verdictOf returns the verdict kept for l (c.mu held).
+func (e *cachedAnalysis) verdictOf(l *passportLimits) (verdict, bool) {
 	for i := range e.memo {
 		if e.memo[i].limits == l {
-			return
+			return e.memo[i].v, true
 		}
 	}
-	e.memo[e.next] = verdictMemo{limits: l, v: v}
-	e.next = (e.next + 1) % verdictMemoSlots
+	return verdict{}, false
 }
 
-// insert keeps the analysis s of src, evicting the oldest entry when the cache is full, and
-// returns the entry (another caller's, when it inserted src first).
-func (c *analysisCache) insert(src string, s *shell.Script) *cachedAnalysis {
+// keep stores the analysis s of src as a new entry when e is nil, evicting the oldest entry when
+// the cache is full (or takes the entry another caller stored meanwhile), and with withVerdict
+// keeps l's verdict v on the entry.
+func (c *analysisCache) keep(src string, s *shell.Script, e *cachedAnalysis, l *passportLimits, v verdict, withVerdict bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byCmd[src]; ok {
-		return e
+	if e == nil {
+		e = c.byCmd[src]
 	}
-	if len(c.order) < analysisCacheEntries {
-		c.order = append(c.order, src)
-	} else {
-		delete(c.byCmd, c.order[c.next])
-		c.order[c.next] = src
-		c.next = (c.next + 1) % analysisCacheEntries
+	if e == nil {
+		if len(c.order) < analysisCacheEntries {
+			c.order = append(c.order, src)
+		} else {
+			delete(c.byCmd, c.order[c.next])
+			c.order[c.next] = src
+			c.next = (c.next + 1) % analysisCacheEntries
+		}
+		e = &cachedAnalysis{script: s}
+		c.byCmd[src] = e
 	}
-	e := &cachedAnalysis{script: s}
-	c.byCmd[src] = e
-	return e
+	if !withVerdict {
+		return
+	}
+	if _, ok := e.verdictOf(l); !ok {
+		e.memo[e.next] = verdictMemo{limits: l, v: v}
+		e.next = (e.next + 1) % verdictMemoSlots
+	}
 }
 
 // cacheable reports whether an analysis is small enough to keep (a short command can still expand

@@ -569,22 +569,61 @@ type celRun struct {
 	unchecked uint64
 	ctx       context.Context // parent with the deadline, built for the first comprehension
 	cancel    context.CancelFunc
-	// frame is the execution frame of frameAct, shared by the plain programs (no loops, no cost
-	// tracking: nothing of theirs lives in a frame) so that each evaluation does not take one from
-	// cel-go's pool and give it back.
-	frame    *interpreter.ExecutionFrame
-	frameAct *activation
-	// loopFrame is the execution frame of loopAct bound to ctx, shared by the programs with
-	// comprehensions (their interrupt checks read it), so that the context is derived once per
-	// decision rather than once per program.
-	loopFrame *interpreter.ExecutionFrame
-	loopAct   *activation
+	// plain is the execution frame shared by the plain programs (no loops, no cost tracking:
+	// nothing of theirs lives in a frame), so that each evaluation does not take one from cel-go's
+	// pool and give it back; loops is the one shared by the programs with comprehensions, bound to
+	// ctx (their interrupt checks read it), so that the context is derived once per decision.
+	plain, loops sharedFrame
 	// memo keeps the results of shared programs (celProgram.shared) for the decision's input: every
 	// CEL function is pure and the other variables do not change within a decision, so a second
 	// place evaluating the same expression (a cluster policy and a namespace policy with the same
 	// rule) gets the first result. forget clears it when the input changes.
 	memo  [celMemoSlots]celMemo
 	nmemo int
+}
+
+// sharedFrame is a cel-go execution frame for one activation, reused across evaluations.
+type sharedFrame struct {
+	f   *interpreter.ExecutionFrame
+	act *activation
+}
+
+// get returns the frame of act.
+func (sf *sharedFrame) get(act *activation) (*interpreter.ExecutionFrame, error) {
+	return sf.frame(act, nil)
+}
+
+// getBound returns the frame of act bound to ctx (comprehensions check it every interruptEvery
+// iterations).
+func (sf *sharedFrame) getBound(act *activation, ctx context.Context) (*interpreter.ExecutionFrame, error) {
+	return sf.frame(act, func(f *interpreter.ExecutionFrame) error { return f.SetContext(ctx, interruptEvery) })
+}
+
+func (sf *sharedFrame) frame(act *activation, bind func(*interpreter.ExecutionFrame) error) (*interpreter.ExecutionFrame, error) {
+	if sf.f != nil && sf.act == act {
+		return sf.f, nil
+	}
+	sf.release()
+	f, err := interpreter.NewExecutionFrame(act)
+	if err != nil {
+		return nil, fmt.Errorf("execution frame: %w", err)
+	}
+	if bind != nil {
+		if err := bind(f); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("execution frame: %w", err)
+		}
+	}
+	sf.f, sf.act = f, act
+	return f, nil
+}
+
+// release gives the frame back to cel-go.
+func (sf *sharedFrame) release() {
+	if sf.f != nil {
+		sf.f.Close()
+		sf.f, sf.act = nil, nil
+	}
 }
 
 // celMemoSlots bounds the results a decision keeps.
@@ -634,15 +673,11 @@ func (r *celRun) evalProgram(p *celProgram, act *activation) (ref.Val, error) {
 		}
 	}
 	if !p.loops && !p.tracked {
-		if r.frameAct != act {
-			r.releaseFrame()
-			f, err := interpreter.NewExecutionFrame(act)
-			if err != nil {
-				return nil, fmt.Errorf("execution frame: %w", err)
-			}
-			r.frame, r.frameAct = f, act
+		f, err := r.plain.get(act)
+		if err != nil {
+			return nil, err
 		}
-		out, _, err := p.prg.Eval(r.frame)
+		out, _, err := p.prg.Eval(f)
 		return out, err
 	}
 	if !p.loops {
@@ -654,23 +689,15 @@ func (r *celRun) evalProgram(p *celProgram, act *activation) (ref.Val, error) {
 		if parent == nil {
 			parent = context.Background()
 		}
-		r.releaseLoopFrame()
+		r.loops.release()
 		r.ctx, r.cancel = context.WithDeadline(parent, r.deadline)
 	}
-	if r.loopAct != act {
-		r.releaseLoopFrame()
-		f, err := interpreter.NewExecutionFrame(act)
-		if err != nil {
-			return nil, fmt.Errorf("execution frame: %w", err)
-		}
-		if err := f.SetContext(r.ctx, interruptEvery); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("execution frame: %w", err)
-		}
-		r.loopFrame, r.loopAct = f, act
+	f, err := r.loops.getBound(act, r.ctx)
+	if err != nil {
+		return nil, err
 	}
 	// As cel.Program.ContextEval does with a frame of its own.
-	out, _, err := p.prg.Eval(r.loopFrame)
+	out, _, err := p.prg.Eval(f)
 	if err != nil && errors.Is(err, interpreter.InterruptError{}) {
 		return out, fmt.Errorf("%w: %w", err, context.Cause(r.ctx))
 	}
@@ -697,7 +724,7 @@ func (r *celRun) extend(d time.Duration) {
 	}
 	r.deadline = r.deadline.Add(d)
 	if r.cancel != nil {
-		r.releaseLoopFrame() // bound to the context about to be cancelled
+		r.loops.release() // bound to the context about to be cancelled
 		r.cancel()
 		r.ctx, r.cancel = nil, nil
 	}
@@ -705,27 +732,11 @@ func (r *celRun) extend(d time.Duration) {
 
 // close releases the deadline context and the execution frames.
 func (r *celRun) close() {
-	r.releaseLoopFrame()
+	r.loops.release()
 	if r.cancel != nil {
 		r.cancel()
 	}
-	r.releaseFrame()
-}
-
-// releaseLoopFrame gives the comprehensions' execution frame back to cel-go.
-func (r *celRun) releaseLoopFrame() {
-	if r.loopFrame != nil {
-		r.loopFrame.Close()
-		r.loopFrame, r.loopAct = nil, nil
-	}
-}
-
-// releaseFrame gives the shared execution frame back to cel-go.
-func (r *celRun) releaseFrame() {
-	if r.frame != nil {
-		r.frame.Close()
-		r.frame, r.frameAct = nil, nil
-	}
+	r.plain.release()
 }
 
 // celToNative converts a CEL value to plain JSON-compatible Go values.

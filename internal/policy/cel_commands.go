@@ -15,14 +15,11 @@ import (
 const celKeyName = "name"
 
 // commandFieldNames are the keys of one command in shell.commands() and call.commands.
-var commandFieldNames = commandFieldIndex[:]
-
-// commandFieldIndex is commandFieldNames as an array, for the size of the per-command field caches.
-var commandFieldIndex = [...]string{celKeyName, "program", "dynamic", "args", "flags", "positionals", "redirects", "wrappers", "via", "code"}
+var commandFieldNames = [...]string{celKeyName, "program", "dynamic", "args", "flags", "positionals", "redirects", "wrappers", "via", "code"}
 
 // commandFieldAtKey returns the index of key in commandFieldNames.
 func commandFieldAtKey(key string) (int, bool) {
-	for i, k := range commandFieldIndex {
+	for i, k := range commandFieldNames {
 		if k == key {
 			return i, true
 		}
@@ -39,14 +36,8 @@ func frozenCommandsValue(script *shell.Script) ref.Val {
 	for i := range script.Commands {
 		cv := commandVal{c: &script.Commands[i]}
 		for j, k := range commandFieldNames {
-			frozen[i].vals[j] = cv.convert(k)
-		}
-		// The string lists as lists of CEL strings: reading an element then boxes nothing.
-		c := cv.c
-		for k, words := range map[string][]string{"flags": c.Flags, "wrappers": c.Wrappers,
-			"args": wordValues(c.Args), "positionals": wordValues(c.Positionals)} {
-			j, _ := commandFieldAtKey(k)
-			frozen[i].vals[j] = refStringList(words)
+			// String lists as lists of CEL strings: reading an element then boxes nothing.
+			frozen[i].vals[j] = cv.convert(k, refStringList)
 		}
 		maps[i] = lazyMap{fields: &frozen[i]}
 		vals[i] = &maps[i]
@@ -56,10 +47,10 @@ func frozenCommandsValue(script *shell.Script) ref.Val {
 
 // frozenFields is one command's fields, converted (by index in commandFieldNames).
 type frozenFields struct {
-	vals [len(commandFieldIndex)]ref.Val
+	vals [len(commandFieldNames)]ref.Val
 }
 
-func (f *frozenFields) fieldNames() []string { return commandFieldNames }
+func (f *frozenFields) fieldNames() []string { return commandFieldNames[:] }
 
 func (f *frozenFields) field(key string) (ref.Val, bool) {
 	if i, ok := commandFieldAtKey(key); ok {
@@ -172,10 +163,10 @@ func (m *lazyMap) Value() any { return m.native().Value() }
 // It belongs to one decision.
 type commandVal struct {
 	c    *shell.Command
-	vals [len(commandFieldIndex)]ref.Val
+	vals [len(commandFieldNames)]ref.Val
 }
 
-func (v *commandVal) fieldNames() []string { return commandFieldNames }
+func (v *commandVal) fieldNames() []string { return commandFieldNames[:] }
 
 // field returns the CEL value of one key.
 func (v *commandVal) field(key string) (ref.Val, bool) {
@@ -184,13 +175,13 @@ func (v *commandVal) field(key string) (ref.Val, bool) {
 		return nil, false
 	}
 	if v.vals[i] == nil {
-		v.vals[i] = v.convert(key)
+		v.vals[i] = v.convert(key, lazyStringList)
 	}
 	return v.vals[i], true
 }
 
-// convert returns the CEL value of one key of commandFieldNames.
-func (v *commandVal) convert(key string) ref.Val {
+// convert returns the CEL value of one key of commandFieldNames, its string lists made by list.
+func (v *commandVal) convert(key string, list func([]string) ref.Val) ref.Val {
 	c := v.c
 	switch key {
 	case celKeyName:
@@ -200,11 +191,11 @@ func (v *commandVal) convert(key string) ref.Val {
 	case "dynamic":
 		return types.Bool(c.Dynamic)
 	case "args":
-		return wordList(c.Args)
+		return list(wordValues(c.Args))
 	case "flags":
-		return types.NewStringList(types.DefaultTypeAdapter, c.Flags)
+		return list(c.Flags)
 	case "positionals":
-		return wordList(c.Positionals)
+		return list(wordValues(c.Positionals))
 	case "redirects":
 		redirects := make([]any, 0, len(c.Redirects))
 		for _, r := range c.Redirects {
@@ -212,7 +203,7 @@ func (v *commandVal) convert(key string) ref.Val {
 		}
 		return types.DefaultTypeAdapter.NativeToValue(redirects)
 	case "wrappers":
-		return types.NewStringList(types.DefaultTypeAdapter, c.Wrappers)
+		return list(c.Wrappers)
 	case "via":
 		return types.String(c.Via)
 	case "code":
@@ -224,9 +215,8 @@ func (v *commandVal) convert(key string) ref.Val {
 	return nil
 }
 
-func wordList(ws []shell.Word) ref.Val {
-	return types.NewStringList(types.DefaultTypeAdapter, wordValues(ws))
-}
+// lazyStringList is a CEL list of strings converted as they are read.
+func lazyStringList(ss []string) ref.Val { return types.NewStringList(types.DefaultTypeAdapter, ss) }
 
 // wordValues returns the words' values.
 func wordValues(ws []shell.Word) []string {
